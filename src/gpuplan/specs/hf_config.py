@@ -1,0 +1,504 @@
+"""Import a Hugging Face `config.json` (offline, from a file path) into a ModelSpec.
+
+Pure Python: no `transformers` or `torch` import. For each supported `model_type` the field
+names and defaults follow the `transformers` configuration class (v5), so that
+`ModelSpec.params()` equals what `AutoModelForCausalLM.from_config` (decoders) or
+`BertForMaskedLM` (bert) instantiates. The tests check this against the real classes.
+
+Supported: bert, deepseek_v3, gemma, gemma2, gpt2, llama, mistral, mixtral, phi3, qwen2,
+qwen2_moe. Anything else is refused with one line listing these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.specs.model import Activation, ModelSpec
+from gpuplan.specs.model_file import model_from_record
+
+_REQUIRED: Final = object()
+
+# HF activation names (transformers.activations.ACT2FN) -> ModelSpec.activation
+_ACTIVATIONS: Final[dict[str, Activation]] = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_python_tanh": "gelu_tanh",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+
+
+class _Fields:
+    """Typed access to one config dict; every error names the file, field and model_type."""
+
+    def __init__(self, raw: Mapping[str, Any], origin: str, model_type: str) -> None:
+        self.raw = raw
+        self.origin = origin
+        self.model_type = model_type
+
+    def _get(self, key: str, default: object, aliases: tuple[str, ...]) -> object:
+        for k in (key, *aliases):
+            if k in self.raw:
+                return self.raw[k]
+        if default is _REQUIRED:
+            raise GpuplanError(
+                f"{self.origin}: field {key!r} is missing (model_type {self.model_type})"
+            )
+        return default
+
+    def bad(self, key: str, value: object, valid: str) -> InputError:
+        where = f"{self.origin}: field {key!r}"
+        return InputError(where, value, f"{valid} (model_type {self.model_type})")
+
+    def _check_int(self, key: str, value: object, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.bad(key, value, f"an integer >= {minimum}")
+        return value
+
+    def integer(
+        self, key: str, default: object = _REQUIRED, *, aliases: tuple[str, ...] = (),
+        minimum: int = 1,
+    ) -> int:
+        """A whole number >= minimum; JSON null counts as absent (the default applies)."""
+        value = self._get(key, default, aliases)
+        if value is None and default is not _REQUIRED and default is not None:
+            value = default
+        return self._check_int(key, value, minimum)
+
+    def opt_integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int | None:
+        """A whole number >= minimum, or None when the field is null (or absent, default None)."""
+        value = self._get(key, default, ())
+        return None if value is None else self._check_int(key, value, minimum)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self._get(key, default, ())
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.bad(key, value, "true or false")
+        return value
+
+    def text(self, key: str, default: str, *, aliases: tuple[str, ...] = ()) -> str:
+        value = self._get(key, default, aliases)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.bad(key, value, "a string")
+        return value
+
+    def activation(self, key: str, default: str, *, aliases: tuple[str, ...] = ()) -> Activation:
+        name = self.text(key, default, aliases=aliases)
+        act = _ACTIVATIONS.get(name)
+        if act is None:
+            raise self.bad(key, name, "one of: " + ", ".join(sorted(_ACTIVATIONS)))
+        return act
+
+    def int_list(self, key: str) -> list[int] | None:
+        value = self._get(key, None, ())
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self.bad(key, value, "a list of layer indices")
+        return list(value)
+
+    def layer_types(self, num_layers: int) -> list[str] | None:
+        """`layer_types` as written by transformers >= 4.53 (None when absent)."""
+        value = self._get("layer_types", None, ())
+        if value is None:
+            return None
+        valid = {"full_attention", "sliding_attention"}
+        if not isinstance(value, list) or len(value) != num_layers or not set(value) <= valid:
+            raise self.bad(
+                "layer_types", value,
+                f"a list of {num_layers} entries, each 'full_attention' or 'sliding_attention'",
+            )
+        return list(value)
+
+
+def _sliding_pattern(f: _Fields, sliding: list[int], num_layers: int) -> int:
+    """ModelSpec.sliding_window_every for layers 0, k, 2k... using the window; else refuse."""
+    if sliding == list(range(0, num_layers, num_layers)):  # only layer 0
+        return num_layers
+    if len(sliding) >= 2:
+        step = sliding[1] - sliding[0]
+        if sliding == list(range(0, num_layers, step)):
+            return step
+    raise f.bad(
+        "layer_types", f"sliding attention on layers {sliding}",
+        "sliding attention on every k-th layer starting at layer 0 (other patterns are not"
+        " supported)",
+    )
+
+
+def _sliding(
+    f: _Fields, num_layers: int, window: int | None, default_types: list[str] | None
+) -> dict[str, Any]:
+    """sliding_window / sliding_window_every from `layer_types` (or the type's default)."""
+    types = f.layer_types(num_layers) or default_types
+    if window is None:
+        return {}
+    if types is None:  # every layer uses the window (Mistral, Mixtral, Phi-3)
+        return {"sliding_window": window, "sliding_window_every": 1}
+    layers = [i for i, t in enumerate(types) if t == "sliding_attention"]
+    if not layers:
+        return {}
+    every = _sliding_pattern(f, layers, num_layers)
+    return {"sliding_window": window, "sliding_window_every": every}
+
+
+def _head_dim(f: _Fields) -> int | None:
+    """An explicit `head_dim` (the modeling code reads it with getattr)."""
+    return f.opt_integer("head_dim")
+
+
+def _core(f: _Fields) -> dict[str, Any]:
+    """The dimensions every Llama-like decoder config has (and must state)."""
+    return {
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": f.integer("hidden_size"),
+        "num_layers": f.integer("num_hidden_layers"),
+        "num_heads": f.integer("num_attention_heads"),
+        "intermediate_size": f.integer("intermediate_size"),
+    }
+
+
+def _rope_decoder(f: _Fields, **kw: Any) -> dict[str, Any]:
+    """Shared fields of RoPE / RMSNorm / gated-MLP decoders."""
+    return {
+        "arch": "decoder",
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "position": "rope",
+        **_core(f),
+        **kw,
+    }
+
+
+# ---- one converter per model_type --------------------------------------------------------
+
+
+def _gpt2(f: _Fields) -> dict[str, Any]:
+    if f.flag("add_cross_attention", False):
+        raise f.bad("add_cross_attention", True, "false (cross-attention is not supported)")
+    d = f.integer("n_embd", aliases=("hidden_size",))
+    inner = f.opt_integer("n_inner")
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": d,
+        "num_layers": f.integer("n_layer", aliases=("num_hidden_layers",)),
+        "num_heads": f.integer("n_head", aliases=("num_attention_heads",)),
+        "intermediate_size": inner if inner is not None else 4 * d,
+        "mlp": "plain",
+        "activation": f.activation("activation_function", "gelu_new"),
+        "norm": "layernorm",
+        "position": "learned",
+        "max_position_embeddings": f.integer(
+            "n_positions", 1024, aliases=("max_position_embeddings",)
+        ),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "out_bias": True,
+        "mlp_bias": True,
+    }
+
+
+def _llama(f: _Fields) -> dict[str, Any]:
+    bias = f.flag("attention_bias", False)
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.opt_integer("num_key_value_heads"),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 2048),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=f.flag("mlp_bias", False),
+    )
+
+
+def _mistral(f: _Fields) -> dict[str, Any]:
+    # MistralConfig: num_key_value_heads defaults to 8, sliding_window to 4096 (all layers).
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 8),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096 * 32),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        **_sliding_all_layers(f, 4096),
+    )
+
+
+def _sliding_all_layers(f: _Fields, default: int | None) -> dict[str, Any]:
+    window = f.opt_integer("sliding_window", default)
+    return {"sliding_window": window, "sliding_window_every": 1} if window else {}
+
+
+def _mixtral(f: _Fields) -> dict[str, Any]:
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 8),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096 * 32),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        num_experts=f.integer("num_local_experts", 8, aliases=("num_experts",)),
+        experts_per_token=f.integer("num_experts_per_tok", 2),
+        **_sliding_all_layers(f, None),
+    )
+
+
+def _qwen2(f: _Fields) -> dict[str, Any]:
+    # Qwen2: q/k/v always have a bias, o_proj never. Sliding window only if use_sliding_window,
+    # and then on layers >= max_window_layers.
+    num_layers = f.integer("num_hidden_layers")
+    use_sw = f.flag("use_sliding_window", False)
+    window = f.opt_integer("sliding_window", 4096) if use_sw else None
+    mwl = f.integer("max_window_layers", 28, minimum=0)
+    default_types = [
+        "sliding_attention" if window is not None and i >= mwl else "full_attention"
+        for i in range(num_layers)
+    ]
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 32),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 32768),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=True,
+        **_sliding(f, num_layers, window, default_types),
+    )
+
+
+def _qwen2_moe(f: _Fields) -> dict[str, Any]:
+    num_layers = f.integer("num_hidden_layers")
+    use_sw = f.flag("use_sliding_window", False)
+    window = f.opt_integer("sliding_window", 4096) if use_sw else None
+    mwl = f.integer("max_window_layers", 28, minimum=0)
+    default_types = [
+        "sliding_attention" if (i + 1) % 2 and i < mwl and use_sw else "full_attention"
+        for i in range(num_layers)
+    ]
+    spec = _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 16),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 32768),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=f.flag("qkv_bias", True),
+        **_sliding(f, num_layers, window, default_types),
+    )
+    num_experts = f.integer("num_experts", 60, minimum=0)
+    if num_experts == 0:
+        return spec
+    step = f.integer("decoder_sparse_step", 1)
+    mlp_only = set(f.int_list("mlp_only_layers") or [])
+    dense = [i for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0]
+    if dense != list(range(len(dense))):
+        raise f.bad(
+            "mlp_only_layers", f"dense MLP layers {dense}",
+            "dense layers only at the start (mlp_only_layers = [0..k-1], decoder_sparse_step = 1)",
+        )
+    expert = f.integer("moe_intermediate_size", 1408)
+    shared = f.integer("shared_expert_intermediate_size", 5632, minimum=0)
+    if shared % expert:
+        raise f.bad(
+            "shared_expert_intermediate_size", shared,
+            f"a multiple of moe_intermediate_size ({expert})",
+        )
+    spec.update(
+        num_experts=num_experts,
+        experts_per_token=f.integer("num_experts_per_tok", 4),
+        moe_intermediate_size=expert,
+        num_shared_experts=shared // expert,
+        shared_expert_gate=True,
+        first_dense_layers=len(dense),
+    )
+    return spec
+
+
+def _deepseek_v3(f: _Fields) -> dict[str, Any]:
+    # MLA attention; MoE from layer first_k_dense_replace on. The router's e_score_correction_bias
+    # is a buffer in transformers (not a parameter); the MTP module is not instantiated.
+    bias = f.flag("attention_bias", False)
+    if f.flag("mlp_bias", False):
+        raise f.bad("mlp_bias", True, "false (DeepSeek-V3 MLPs have no bias)")
+    num_layers = f.integer("num_hidden_layers")
+    num_experts = f.integer("n_routed_experts", 256, minimum=0)
+    spec = _rope_decoder(
+        f,
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        q_lora_rank=f.opt_integer("q_lora_rank", 1536),
+        kv_lora_rank=f.integer("kv_lora_rank", 512),
+        qk_nope_head_dim=f.integer("qk_nope_head_dim", 128),
+        qk_rope_head_dim=f.integer("qk_rope_head_dim", 64),
+        v_head_dim=f.integer("v_head_dim", 128),
+    )
+    if num_experts:
+        spec.update(
+            num_experts=num_experts,
+            experts_per_token=f.integer("num_experts_per_tok", 8),
+            moe_intermediate_size=f.integer("moe_intermediate_size", 2048),
+            num_shared_experts=f.integer("n_shared_experts", 1, minimum=0),
+            first_dense_layers=min(f.integer("first_k_dense_replace", 3, minimum=0), num_layers),
+        )
+    return spec
+
+
+def _gemma(f: _Fields) -> dict[str, Any]:
+    bias = f.flag("attention_bias", False)
+    # GemmaConfig turns the legacy "gelu" into the tanh approximation
+    legacy = f.text("hidden_act", "gelu_pytorch_tanh") == "gelu"
+    act = "gelu_tanh" if legacy else f.activation("hidden_act", "gelu_pytorch_tanh")
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 16),
+        head_dim=f.integer("head_dim", 256),
+        activation=act,
+        max_position_embeddings=f.integer("max_position_embeddings", 8192),
+        tie_embeddings=f.flag("tie_word_embeddings", True),
+        qkv_bias=bias,
+        out_bias=bias,
+    )
+
+
+def _gemma2(f: _Fields) -> dict[str, Any]:
+    bias = f.flag("attention_bias", False)
+    num_layers = f.integer("num_hidden_layers")
+    default_types = [
+        "sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(num_layers)
+    ]
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 4),
+        head_dim=f.integer("head_dim", 256),
+        activation=f.activation("hidden_activation", "gelu_pytorch_tanh"),
+        max_position_embeddings=f.integer("max_position_embeddings", 8192),
+        tie_embeddings=f.flag("tie_word_embeddings", True),
+        qkv_bias=bias,
+        out_bias=bias,
+        norms_per_layer=4,
+        **_sliding(f, num_layers, f.opt_integer("sliding_window", 4096), default_types),
+    )
+
+
+def _phi3(f: _Fields) -> dict[str, Any]:
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.opt_integer("num_key_value_heads"),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        **_sliding_all_layers(f, None),
+    )
+
+
+def _bert(f: _Fields) -> dict[str, Any]:
+    # Counted as BertForMaskedLM: no pooler; MLM head (dense + LayerNorm + decoder bias).
+    if f.flag("add_cross_attention", False) or f.flag("is_decoder", False):
+        raise f.bad("is_decoder", True, "false (BERT as a decoder is not supported)")
+    return {
+        "arch": "encoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": f.integer("hidden_size"),
+        "num_layers": f.integer("num_hidden_layers"),
+        "num_heads": f.integer("num_attention_heads"),
+        "intermediate_size": f.integer("intermediate_size"),
+        "mlp": "plain",
+        "activation": f.activation("hidden_act", "gelu"),
+        "norm": "layernorm",
+        "position": "learned",
+        "max_position_embeddings": f.integer("max_position_embeddings", 512),
+        "type_vocab_size": f.integer("type_vocab_size", 2, minimum=0),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "out_bias": True,
+        "mlp_bias": True,
+        "final_norm": False,
+        "embedding_norm": True,
+        "pooler": False,
+        "mlm_head": True,
+    }
+
+
+_CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
+    "bert": _bert,
+    "deepseek_v3": _deepseek_v3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gpt2": _gpt2,
+    "llama": _llama,
+    "mistral": _mistral,
+    "mixtral": _mixtral,
+    "phi3": _phi3,
+    "qwen2": _qwen2,
+    "qwen2_moe": _qwen2_moe,
+}
+
+SUPPORTED_MODEL_TYPES: Final[tuple[str, ...]] = tuple(sorted(_CONVERTERS))
+
+
+def spec_from_hf_dict(
+    cfg: Mapping[str, Any], name: str, *, origin: str = "config.json", source: str | None = None
+) -> ModelSpec:
+    """A ModelSpec from the contents of a Hugging Face config.json (already parsed)."""
+    if not isinstance(cfg, Mapping):
+        raise GpuplanError(f"{origin}: expected a JSON object at the top level")
+    model_type = cfg.get("model_type")
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
+    if model_type is None:
+        raise GpuplanError(f"{origin}: field 'model_type' is missing; expected one of: {supported}")
+    converter = _CONVERTERS.get(model_type) if isinstance(model_type, str) else None
+    if converter is None:
+        raise InputError(f"{origin}: field 'model_type'", model_type, f"one of: {supported}")
+    fields = converter(_Fields(cfg, origin, model_type))
+    record = {
+        "name": name,
+        "family": model_type,
+        "source": source if source is not None else origin,
+        **{k: v for k, v in fields.items() if v is not None},
+    }
+    return model_from_record(record, origin)
+
+
+def _name_for(path: Path) -> str:
+    """The folder name; in the HF hub cache (models--org--name/snapshots/<hash>/): org/name."""
+    parent = path.parent
+    if parent.parent.name == "snapshots" and parent.parent.parent.name.startswith("models--"):
+        return parent.parent.parent.name[len("models--"):].replace("--", "/")
+    return parent.name or "custom"
+
+
+def load_hf_config(path: Path) -> ModelSpec:
+    """Read a Hugging Face config.json and convert it (see `spec_from_hf_dict`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise GpuplanError(f"{path}: cannot read config file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise GpuplanError(f"{path}: not valid JSON (not UTF-8 text)") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise GpuplanError(
+            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
+    return spec_from_hf_dict(cfg, _name_for(path), origin=str(path))

@@ -1,0 +1,259 @@
+"""ModelSpec: a validated description of a transformer architecture, and its exact parameter count.
+
+Covers dense GPT-2 style (learned positions, LayerNorm, GELU MLP, tied embeddings), Llama style
+(RoPE, RMSNorm, SwiGLU, GQA/MQA, untied embeddings), attention biases (Qwen2), Gemma 2 sandwich
+norms, mixture-of-experts (Mixtral; DeepSeek-V3 with shared experts and multi-head latent
+attention) and encoder-only models (BERT). Parameter counts equal what the Hugging Face
+implementation instantiates (checked in tests against real `transformers` models on meta).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+
+
+class ModelSpec(BaseModel):
+    """A transformer; one docstring line per field, every size in elements (not bytes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="preset name or a name derived from the config file")
+    family: str = Field(description="HF model_type it corresponds to: gpt2, llama, mixtral, bert...")
+    arch: Literal["decoder", "encoder"] = Field(default="decoder", description="causal LM or encoder")
+    source: str | None = Field(default=None, description="where the architecture numbers come from")
+    source_url: str | None = None
+    source_date: str | None = None
+
+    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0, description="d_model")
+    num_layers: int = Field(gt=0)
+    num_heads: int = Field(gt=0, description="query heads")
+    num_kv_heads: int | None = Field(default=None, gt=0, description="K/V heads (GQA/MQA); = heads")
+    head_dim: int | None = Field(default=None, gt=0, description="per head; default hidden/heads")
+    intermediate_size: int = Field(gt=0, description="dense MLP inner size")
+    mlp: Literal["plain", "gated"] = Field(default="plain", description="gated = SwiGLU/GeGLU")
+    activation: Activation = "gelu"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norms_per_layer: int = Field(default=2, ge=1, le=4, description="Gemma 2 sandwich norms: 4")
+    position: Literal["learned", "rope", "none"] = "rope"
+    max_position_embeddings: int = Field(default=2048, gt=0)
+    tie_embeddings: bool = Field(default=False, description="LM head shares the embedding matrix")
+    qkv_bias: bool = Field(default=False, description="bias on Q, K, V projections")
+    out_bias: bool = Field(default=False, description="bias on the attention output projection")
+    mlp_bias: bool = Field(default=False, description="bias on MLP projections")
+    final_norm: bool = Field(default=True, description="norm after the last layer (decoders)")
+    sliding_window: int | None = Field(
+        default=None, gt=0, description="local attention window (Mistral v0.1, Gemma 2); None = full"
+    )
+    sliding_window_every: int = Field(
+        default=1, ge=1, description="1 = every layer uses the window; 2 = every other (Gemma 2)"
+    )
+
+    # Encoder-only (BERT) extras
+    type_vocab_size: int = Field(default=0, ge=0, description="token-type embeddings (BERT: 2)")
+    embedding_norm: bool = Field(default=False, description="LayerNorm after embeddings (BERT)")
+    pooler: bool = Field(default=False, description="BERT pooler: dense d x d + tanh")
+    mlm_head: bool = Field(default=False, description="BERT MLM head: dense + LayerNorm + bias")
+
+    # Mixture of experts
+    num_experts: int = Field(default=0, ge=0, description="routed experts; 0 = dense model")
+    experts_per_token: int = Field(default=0, ge=0, description="top-k routed experts per token")
+    moe_intermediate_size: int | None = Field(default=None, gt=0, description="per expert")
+    num_shared_experts: int = Field(default=0, ge=0, description="always-on experts (DeepSeek)")
+    first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP")
+    router_bias_params: bool = Field(
+        default=False, description="per-expert routing bias counted as parameters (DeepSeek-V3)"
+    )
+    shared_expert_gate: bool = Field(
+        default=False, description="sigmoid gate d x 1 on the shared expert (Qwen2-MoE)"
+    )
+
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int | None = Field(default=None, gt=0, description="MLA query compression rank")
+    kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA KV latent rank; None=MHA")
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        kv = self.kv_heads
+        if self.num_heads % kv != 0:
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({kv})")
+        if self.head_dim is None and not self.is_mla and self.hidden_size % self.num_heads != 0:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) is not divisible by num_heads ({self.num_heads});"
+                " give head_dim"
+            )
+        if self.num_experts:
+            if not 0 < self.experts_per_token <= self.num_experts:
+                raise ValueError(
+                    f"experts_per_token ({self.experts_per_token}) must be in 1..num_experts"
+                    f" ({self.num_experts})"
+                )
+            if self.first_dense_layers > self.num_layers:
+                raise ValueError("first_dense_layers exceeds num_layers")
+        if self.is_mla and None in (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim):
+            raise ValueError("MLA (kv_lora_rank set) needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim")
+        if self.arch == "encoder" and self.tie_embeddings is False and self.mlm_head:
+            raise ValueError("the BERT MLM head ties its decoder to the embeddings: tie_embeddings=true")
+        return self
+
+    # ---- derived sizes -------------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def head_size(self) -> int:
+        """Q/K head dim (MLA: nope + rope part)."""
+        if self.is_mla:
+            return (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0)
+        return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def v_head_size(self) -> int:
+        return self.v_head_dim if self.is_mla and self.v_head_dim else self.head_size
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def expert_size(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    @property
+    def num_sliding_layers(self) -> int:
+        """Layers that attend only to the last `sliding_window` tokens."""
+        if self.sliding_window is None:
+            return 0
+        return len(range(0, self.num_layers, self.sliding_window_every))
+
+    def attended_tokens(self, context: int, sliding: bool) -> int:
+        """Keys one query at position `context` attends to (the window caps it)."""
+        if sliding and self.sliding_window is not None:
+            return min(context, self.sliding_window)
+        return context
+
+    @property
+    def causal(self) -> bool:
+        return self.arch == "decoder"
+
+    # ---- parameter counts (exact, per HF module structure) -----------------------------------
+    def norm_params(self) -> int:
+        """One norm: LayerNorm has weight and bias, RMSNorm only a weight."""
+        return 2 * self.hidden_size if self.norm == "layernorm" else self.hidden_size
+
+    def attention_params(self) -> int:
+        """One attention block: projections (and MLA's latent norms)."""
+        d, h = self.hidden_size, self.num_heads
+        if self.is_mla:
+            qk = self.head_size
+            if self.q_lora_rank:  # q_a_proj, q_a_layernorm (RMSNorm), q_b_proj
+                q = d * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * h * qk
+            else:
+                q = d * h * qk
+            kv_rank = self.kv_lora_rank or 0
+            kv = d * (kv_rank + (self.qk_rope_head_dim or 0)) + kv_rank
+            kv += kv_rank * h * ((self.qk_nope_head_dim or 0) + self.v_head_size)
+            o = h * self.v_head_size * d
+            bias = 0
+            if self.qkv_bias:  # HF attention_bias: q_a_proj, kv_a_proj_with_mqa, o_proj (rare)
+                bias = (self.q_lora_rank or 0) + kv_rank + (self.qk_rope_head_dim or 0) + d
+            return q + kv + o + bias
+        hd, kvh = self.head_size, self.kv_heads
+        q, kv, o = d * h * hd, 2 * d * kvh * hd, h * hd * d
+        bias = (h * hd + 2 * kvh * hd if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        return q + kv + o + bias
+
+    def mlp_params(self, inner: int | None = None) -> int:
+        """One dense MLP with inner size `inner` (default intermediate_size)."""
+        d, f = self.hidden_size, inner or self.intermediate_size
+        if self.mlp == "gated":
+            return 3 * d * f + ((2 * f + d) if self.mlp_bias else 0)
+        return 2 * d * f + ((f + d) if self.mlp_bias else 0)
+
+    def moe_params(self) -> int:
+        """One MoE block: router, routed experts, shared experts."""
+        router = self.hidden_size * self.num_experts
+        router += self.num_experts if self.router_bias_params else 0
+        experts = self.num_experts * self.mlp_params(self.expert_size)
+        shared = self.mlp_params(self.expert_size * self.num_shared_experts) if self.num_shared_experts else 0
+        shared += self.hidden_size if self.shared_expert_gate else 0
+        return router + experts + shared
+
+    def moe_active_params(self) -> int:
+        """MoE block parameters one token uses: router, top-k experts, shared experts."""
+        router = self.hidden_size * self.num_experts
+        router += self.num_experts if self.router_bias_params else 0
+        routed = self.experts_per_token * self.mlp_params(self.expert_size)
+        shared = self.mlp_params(self.expert_size * self.num_shared_experts) if self.num_shared_experts else 0
+        shared += self.hidden_size if self.shared_expert_gate else 0
+        return router + routed + shared
+
+    def embedding_params(self) -> int:
+        d = self.hidden_size
+        n = self.vocab_size * d
+        if self.position == "learned":
+            n += self.max_position_embeddings * d
+        n += self.type_vocab_size * d
+        if self.embedding_norm:
+            n += self.norm_params()
+        return n
+
+    def head_params(self) -> int:
+        """Final norm, LM head (untied) or BERT pooler and MLM head."""
+        d = self.hidden_size
+        n = self.norm_params() if self.final_norm else 0
+        if not self.tie_embeddings:
+            n += self.vocab_size * d
+        if self.pooler:
+            n += d * d + d
+        if self.mlm_head:  # transform dense + LayerNorm + decoder bias (decoder weight tied)
+            n += d * d + d + self.norm_params() + self.vocab_size
+        return n
+
+    def layer_params(self, moe: bool) -> int:
+        block = self.moe_params() if moe else self.mlp_params()
+        return self.attention_params() + block + self.norms_per_layer * self.norm_params()
+
+    def params_breakdown(self) -> dict[str, int]:
+        """Parameter count by component; sums to `params()`."""
+        return {
+            "embedding": self.embedding_params(),
+            "attention": self.num_layers * self.attention_params(),
+            "mlp": self.num_dense_layers * self.mlp_params() + self.num_moe_layers * self.moe_params(),
+            "norms": self.num_layers * self.norms_per_layer * self.norm_params(),
+            "head": self.head_params(),
+        }
+
+    def params(self) -> int:
+        """Total parameters, as the Hugging Face implementation instantiates them."""
+        return sum(self.params_breakdown().values())
+
+    def active_params(self) -> int:
+        """Parameters used per token (MoE: top-k and shared experts only); = params() if dense."""
+        if not self.is_moe:
+            return self.params()
+        return self.params() - self.num_moe_layers * (self.moe_params() - self.moe_active_params())
+
+    def non_embedding_params(self) -> int:
+        """Parameters outside the token/position embeddings (Kaplan et al. 2020 convention)."""
+        return self.params() - self.embedding_params()
