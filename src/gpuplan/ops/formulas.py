@@ -59,6 +59,17 @@ def _baddbmm(args: Sequence[Any], kw: dict[str, Any], out: Sequence[Shape]) -> f
     return matmul_flops(m, k, n, b)
 
 
+@formula("_grouped_mm", "grouped_mm")
+def _grouped_mm(args: Sequence[Any], kw: dict[str, Any], out: Sequence[Shape]) -> float:
+    """MoE grouped GEMM: every row meets one group's matrix, so FLOPs = 2 x rows x K x N."""
+    a, b = args[0], args[1]
+    if len(a) == 2 and len(b) == 2:  # weight grad: (K, T) @ (T, N) split over T
+        return matmul_flops(a[0], a[1], b[1])
+    if len(a) == 2:  # (T, K) @ (G, K, N)
+        return matmul_flops(a[0], a[1], b[-1])
+    return matmul_flops(a[-2], a[-1], b[-1], a[0])  # (G, M, K) @ (G, K, N)
+
+
 def conv_flops(x: Shape, w: Shape, out: Shape, transposed: bool) -> float:
     """2 x batch x spatial points x c_out x c_in/groups x kernel points (torch flop_counter)."""
     spatial = (x if transposed else out)[2:]
@@ -181,7 +192,7 @@ KIND_BY_OP: dict[str, str] = {
     "index_put_": "copy", "masked_fill_": "copy", "contiguous": "copy",
 }
 
-MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_int_mm"})
+MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_int_mm", "_grouped_mm"})
 CONV_OPS = frozenset({"convolution", "_convolution", "cudnn_convolution", "_slow_conv2d_forward",
                       "convolution_overrideable", "mkldnn_convolution", "convolution_backward"})
 

@@ -54,6 +54,11 @@ class Op:
     """human-readable shape, e.g. '8192x4096 @ 4096x4096'"""
     fusable: bool = False
     """element-wise/norm op a compiler can fuse into a neighbour (see ops.passes)"""
+    kernels: int = 1
+    """kernel launches per execution (an unfused chain written as one op launches several)"""
+    skips_masked: bool = False
+    """the kernel skips fully masked tiles (FlashAttention with a causal or window mask), so it
+    executes about `useful_flops`, not `flops`"""
     meta: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -64,6 +69,11 @@ class Op:
     def intensity(self) -> float:
         """Arithmetic intensity, FLOPs per byte moved (Williams et al. 2009)."""
         return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def executed_flops(self) -> float:
+        """FLOPs the kernel really performs (what timing uses)."""
+        return self.useful if self.skips_masked else self.flops
 
     @property
     def useful(self) -> float:

@@ -154,12 +154,31 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = func._overloadpacket.__name__
+        if name == "_grouped_mm" and args[0].device.type == "meta":
+            out = _grouped_mm_meta(*args, **kwargs)
+        else:
+            out = func(*args, **kwargs)
         if name in VIEW_OPS:
             return out
         self.t.record(name, args, kwargs, out)
         return out
+
+
+def _grouped_mm_meta(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
+                     bias: Any = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Output of torch._grouped_mm on meta for any dtype (its meta kernel insists on bf16, the
+    CPU kernel does not)."""
+    dtype = out_dtype or a.dtype
+    if a.dim() == 2 and b.dim() == 2:
+        shape: tuple[int, ...] = (offs.shape[0] if offs is not None else 1, a.shape[0], b.shape[1])
+    elif a.dim() == 2:
+        shape = (a.shape[0], b.shape[-1])
+    elif b.dim() == 2:
+        shape = (a.shape[1], b.shape[-1])
+    else:
+        shape = (a.shape[0], a.shape[1], b.shape[-1])
+    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 class _Tagger(TorchFunctionMode):
@@ -194,6 +213,8 @@ class _Tracer:
         self.saved_by_module: dict[str, float] = defaultdict(float)
         self.uncounted: dict[str, int] = defaultdict(int)
         self.last_forward: _Event | None = None
+        self.last_outputs: set[int] = set()
+        self.pending: list[float] = []
 
     def path(self) -> str:
         return self.stack[-1]
@@ -232,7 +253,11 @@ class _Tracer:
                     useful=useful, counted=counted)
         self.events.append(ev)
         if phase == "forward":
+            # autograd saves an op's inputs before the kernel runs and its outputs after
+            ev.saved += sum(self.pending)
+            self.pending.clear()
             self.last_forward = ev
+            self.last_outputs = {_storage_key(o) for o in outs}
 
     @staticmethod
     def _is_causal(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
@@ -252,8 +277,10 @@ class _Tracer:
         self.saved[key] = nbytes
         path = self.path()
         self.saved_by_module[path] += nbytes
-        if self.last_forward is not None:
+        if self.last_forward is not None and key in self.last_outputs:
             self.last_forward.saved += nbytes
+        else:
+            self.pending.append(nbytes)
         return t
 
     # -- kernel emulation -------------------------------------------------------------------

@@ -25,8 +25,8 @@ _REQUIRED: Final = object()
 # HF activation names (transformers.activations.ACT2FN) -> ModelSpec.activation
 _ACTIVATIONS: Final[dict[str, Activation]] = {
     "gelu": "gelu",
-    "gelu_new": "gelu_tanh",
-    "gelu_fast": "gelu_tanh",
+    "gelu_new": "gelu_new",
+    "gelu_fast": "gelu_new",
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_python_tanh": "gelu_tanh",
     "relu": "relu",
@@ -99,6 +99,13 @@ class _Fields:
         if act is None:
             raise self.bad(key, name, "one of: " + ", ".join(sorted(_ACTIVATIONS)))
         return act
+
+    def number(self, key: str, default: float) -> float:
+        """A probability such as a dropout rate, in [0, 1)."""
+        value = self._get(key, default, ())
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise self.bad(key, value, "a number in [0, 1)")
+        return float(value)
 
     def int_list(self, key: str) -> list[int] | None:
         value = self._get(key, None, ())
@@ -178,6 +185,7 @@ def _rope_decoder(f: _Fields, **kw: Any) -> dict[str, Any]:
         "mlp": "gated",
         "norm": "rmsnorm",
         "position": "rope",
+        "attention_dropout": f.number("attention_dropout", 0.0),
         **_core(f),
         **kw,
     }
@@ -209,6 +217,9 @@ def _gpt2(f: _Fields) -> dict[str, Any]:
         "qkv_bias": True,
         "out_bias": True,
         "mlp_bias": True,
+        "hidden_dropout": f.number("resid_pdrop", 0.1),
+        "attention_dropout": f.number("attn_pdrop", 0.1),
+        "embedding_dropout": f.number("embd_pdrop", 0.1),
     }
 
 
@@ -436,6 +447,9 @@ def _bert(f: _Fields) -> dict[str, Any]:
         "embedding_norm": True,
         "pooler": False,
         "mlm_head": True,
+        "hidden_dropout": f.number("hidden_dropout_prob", 0.1),
+        "attention_dropout": f.number("attention_probs_dropout_prob", 0.1),
+        "embedding_dropout": f.number("hidden_dropout_prob", 0.1),
     }
 
 

@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+Activation = Literal["gelu", "gelu_tanh", "gelu_new", "relu", "silu"]
+"""gelu: exact erf GELU; gelu_tanh: tanh approximation in one fused kernel (F.gelu(approximate=
+'tanh')); gelu_new: the same function written out in Python ops (HF NewGELUActivation, GPT-2),
+which launches several kernels and keeps four tensors for backward."""
 
 
 class ModelSpec(BaseModel):
@@ -46,6 +49,9 @@ class ModelSpec(BaseModel):
     out_bias: bool = Field(default=False, description="bias on the attention output projection")
     mlp_bias: bool = Field(default=False, description="bias on MLP projections")
     final_norm: bool = Field(default=True, description="norm after the last layer (decoders)")
+    hidden_dropout: float = Field(default=0.0, ge=0, lt=1, description="after attn/MLP outputs")
+    attention_dropout: float = Field(default=0.0, ge=0, lt=1, description="on attention probs")
+    embedding_dropout: float = Field(default=0.0, ge=0, lt=1, description="after the embeddings")
     sliding_window: int | None = Field(
         default=None, gt=0, description="local attention window (Mistral v0.1, Gemma 2); None = full"
     )

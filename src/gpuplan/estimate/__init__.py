@@ -1,0 +1,1 @@
+"""Pure estimators on op lists, specs and devices: roofline, memory, time, cost."""

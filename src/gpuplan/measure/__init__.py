@@ -1,0 +1,1 @@
+"""Measurement of the machine at hand (needs PyTorch)."""

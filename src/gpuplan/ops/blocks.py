@@ -1,0 +1,282 @@
+"""Emitters for the pieces of a transformer: each appends its forward op(s) and, when training,
+the matching backward op(s), op by op, with FLOPs, bytes and the bytes kept for backward.
+
+What is saved mirrors what PyTorch autograd keeps for the eager implementation (checked against
+the meta tracer in tests): a linear keeps its input, GELU/SiLU their input, a product both
+factors, softmax its output, dropout its mask, LayerNorm its input and two fp32 statistics per
+row, FlashAttention q, k, v, the output and the fp32 log-sum-exp per row (Dao 2023, §3.1).
+Sizes are in elements; `Ctx.e` converts activations to bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuplan.ops.op import Op, OpKind, Phase
+
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5,
+    "int4": 0.5,
+}
+FP32 = 4
+INDEX = 8  # int64 indices (token ids, top-k expert ids)
+
+
+@dataclass
+class Ctx:
+    """Where emitted ops go and how they are sized."""
+
+    phase: Phase
+    dtype: str
+    """matmul compute dtype (selects the device peak)"""
+    e: float
+    """bytes per activation element"""
+    train: bool
+    mask_bytes: float
+    """bytes per dropout-mask element: 1 (CUDA native_dropout) or the activation size (CPU)"""
+    grad_bytes: float
+    """bytes per weight-gradient element"""
+    weight_bytes: float
+    """bytes per weight element read by matmuls (quantized inference reads fewer)"""
+    fused: bool = False
+    """norms, activations and RoPE as single fused kernels (torch.compile / Megatron / vLLM)"""
+    count: int = 1
+    layer: str | None = None
+    component: str = "other"
+    prefix: str = ""
+    fwd: list[Op] = field(default_factory=list)
+    bwd: list[Op] = field(default_factory=list)
+
+    def op(self, name: str, kind: OpKind, flops: float, read: float, written: float,
+           saved: float = 0.0, useful: float | None = None, shape: str = "",
+           kernels: int = 1, skips_masked: bool = False, dtype: str | None = None,
+           backward: bool = False) -> None:
+        phase: Phase = "backward" if backward else self.phase
+        op = Op(
+            name=f"{self.prefix}{name}{'.grad' if backward else ''}", kind=kind, flops=flops,
+            bytes_read=read, bytes_written=written, dtype=dtype or self.dtype, phase=phase,
+            component=self.component, count=self.count,
+            saved_bytes=saved if self.train and not backward else 0.0,
+            useful_flops=useful, layer=self.layer, shape=shape,
+            fusable=kind in ("elementwise", "norm", "softmax") and not backward, kernels=kernels,
+            skips_masked=skips_masked,
+        )
+        (self.bwd if backward else self.fwd).append(op)
+
+
+def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
+           saves_input: bool = True, weight_rows: float | None = None) -> None:
+    """Y[m,n] = X[m,k] W[k,n] (+ b): 2mkn FLOPs. Backward: dX = dY Wᵀ and dW = Xᵀ dY, 2mkn each.
+
+    `weight_rows` (default k) lets MoE read only the experts a batch touches.
+    """
+    e, wb = c.e, c.weight_bytes
+    wk = k if weight_rows is None else weight_rows
+    weights = wk * n * wb + (n * e if bias else 0)
+    shape = f"{int(m)}x{k} @ {k}x{n}"
+    c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
+         saved=m * k * e if saves_input else 0.0, shape=shape)
+    if c.train:
+        c.op(f"{name}.dgrad", "matmul", 2 * m * k * n, m * n * e + weights, m * k * e,
+             shape=f"{int(m)}x{n} @ {n}x{k}", backward=True)
+        c.op(f"{name}.wgrad", "matmul", 2 * m * k * n, m * k * e + m * n * e,
+             wk * n * c.grad_bytes + (n * c.grad_bytes if bias else 0),
+             shape=f"{k}x{int(m)} @ {int(m)}x{n}", backward=True)
+
+
+def elementwise(c: Ctx, name: str, elems: float, reads: float, saved: float = 0.0,
+                kernels: int = 1, kind: OpKind = "elementwise", flops_per_elem: float = 1.0,
+                grad_inputs: float = 1.0, out_elems: float | None = None) -> None:
+    """An element-wise op over `elems` outputs reading `reads` input elements.
+
+    Backward reads the output gradient and the saved operands and writes one gradient per
+    differentiable input (`grad_inputs` of them).
+    """
+    e = c.e
+    out = elems if out_elems is None else out_elems
+    c.op(name, kind, flops_per_elem * max(elems, reads), reads * e, out * e, saved=saved,
+         kernels=kernels, shape=f"{int(elems)}")
+    if c.train and grad_inputs > 0:
+        c.op(name, kind, flops_per_elem * max(elems, reads), out * e + saved,
+             grad_inputs * elems * e, kernels=kernels, shape=f"{int(elems)}", backward=True)
+
+
+def dropout(c: Ctx, name: str, elems: float, p: float) -> None:
+    """Dropout keeps its mask: 1 byte/element on CUDA (native_dropout), the input dtype on CPU
+    (bernoulli_ + div_ + mul: three kernels)."""
+    if p <= 0 or not c.train:
+        return
+    mask = elems * c.mask_bytes
+    kernels = 1 if c.mask_bytes == 1 else 3
+    c.op(name, "elementwise", 2 * elems, elems * c.e, elems * c.e + mask, saved=mask,
+         kernels=kernels, shape=f"{int(elems)}")
+    c.op(name, "elementwise", elems, elems * c.e + mask, elems * c.e, backward=True,
+         shape=f"{int(elems)}")
+
+
+def layernorm(c: Ctx, name: str, rows: float, d: int, bias: bool = True) -> None:
+    """LayerNorm (native kernel): keeps its input and fp32 mean and rstd per row (Ba et al. 2016)."""
+    e = c.e
+    params = d * c.weight_bytes * (2 if bias else 1)
+    stats = 2 * rows * FP32
+    c.op(name, "norm", 5 * rows * d, rows * d * e + params, rows * d * e + stats,
+         saved=rows * d * e + stats, shape=f"{int(rows)}x{d}")
+    if c.train:
+        c.op(name, "norm", 8 * rows * d, 2 * rows * d * e + stats + params,
+             rows * d * e + params * c.grad_bytes / c.weight_bytes, shape=f"{int(rows)}x{d}",
+             backward=True)
+
+
+def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False) -> None:
+    """RMSNorm (Zhang & Sennrich 2019). Fused: keeps input and rstd. Eager (HF LlamaRMSNorm):
+    upcasts to fp32 and keeps the fp32 input, the rstd and the normalized value in the model
+    dtype (x.float(), pow, mean, add, rsqrt, mul, cast, mul: up to 8 kernels).
+    `plus_one` is Gemma's (1 + weight) scaling, which also keeps the fp32 normalized value."""
+    e, n = c.e, rows * d
+    params = d * c.weight_bytes
+    if c.fused:
+        saved = n * e + rows * FP32
+        c.op(name, "norm", 4 * n, n * e + params, n * e + rows * FP32, saved=saved,
+             shape=f"{int(rows)}x{d}")
+        backward_read = 2 * n * e + rows * FP32 + params
+    else:
+        cast = e != FP32
+        kernels = 6 + (2 if cast else 0)
+        read = n * e + (n * FP32 if cast else 0) + 3 * n * FP32 + 2 * rows * FP32 + params
+        written = (n * FP32 if cast else 0) + 2 * n * FP32 + 3 * rows * FP32 + n * e
+        written += n * e if cast else 0
+        if plus_one:  # Gemma: (x * rstd) * (1 + w) in fp32, then cast
+            saved = 2 * n * FP32 + rows * FP32 + d * FP32
+        else:
+            saved = n * FP32 + rows * FP32 + n * e
+        c.op(name, "norm", 4 * n, read, written, saved=saved, kernels=kernels,
+             shape=f"{int(rows)}x{d}")
+        backward_read = n * e + saved + params
+    if c.train:
+        c.op(name, "norm", 6 * n, backward_read, n * e + d * c.grad_bytes,
+             kernels=1 if c.fused else 6, shape=f"{int(rows)}x{d}", backward=True)
+
+
+def norm(c: Ctx, kind: str, name: str, rows: float, d: int, bias: bool = True,
+         plus_one: bool = False) -> None:
+    if kind == "layernorm":
+        layernorm(c, name, rows, d, bias)
+    else:
+        rmsnorm(c, name, rows, d, plus_one)
+
+
+def activation(c: Ctx, name: str, act: str, elems: float) -> None:
+    """MLP non-linearity. Fused kernels keep their input (ReLU its output); GPT-2's gelu_new
+    written in Python ops keeps four tensors: x (pow), tanh(...), 0.5·x and 1 + tanh(...)."""
+    if act == "gelu_new" and not c.fused:
+        elementwise(c, name, elems, 8 * elems, saved=4 * elems * c.e, kernels=8,
+                    flops_per_elem=1.0, out_elems=8 * elems)
+        return
+    flops = {"gelu": 8.0, "gelu_tanh": 8.0, "gelu_new": 8.0, "silu": 4.0, "relu": 1.0}[act]
+    elementwise(c, name, elems, elems, saved=elems * c.e, flops_per_elem=flops)
+
+
+def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk: int, dv: int,
+                    causal: bool, useful_keys: float, qkv_saved: float | None = None) -> None:
+    """FlashAttention (Dao et al. 2022/2023): scores stay on chip; reads q, k, v, writes the
+    output and an fp32 log-sum-exp per row; keeps q, k, v, out, lse for backward, O(s) extra.
+    FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x)."""
+    e = c.e
+    q, k, v = b * sq * h * dqk, b * sk * hkv * dqk, b * sk * hkv * dv
+    out, lse = b * sq * h * dv, b * h * sq * FP32
+    flops = 2 * b * h * sq * sk * (dqk + dv)
+    useful = 2 * b * h * sq * useful_keys * (dqk + dv)
+    shape = f"b{int(b)} h{h}/{hkv} s{sq}x{int(sk)} d{dqk}/{dv}"
+    qkv_saved = (q + k + v) * e if qkv_saved is None else qkv_saved
+    c.op("attn.core", "attention", flops, (q + k + v) * e, out * e + lse,
+         saved=qkv_saved + out * e + lse, useful=useful, shape=shape, skips_masked=True)
+    if c.train:
+        bflops = 2 * b * h * sq * sk * (3 * dqk + 2 * dv)
+        c.op("attn.core", "attention", bflops, (q + k + v + 2 * out) * e + lse,
+             (q + k + v) * e, useful=bflops * useful / flops if flops else 0.0, shape=shape,
+             skips_masked=True, backward=True)
+
+
+def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal: bool,
+                    useful_keys: float, p_drop: float, softmax_fp32: bool,
+                    sk: int | None = None, internal_bytes: float | None = None) -> None:
+    """Eager attention: S = QKᵀ·scale + mask, P = softmax(S), O = P·V; the b·h·s² scores and
+    probabilities go through memory (bytes grow with s²). K and V are expanded to all query
+    heads first (HF repeat_kv). Keeps q, k, the softmax output (fp32 when upcast), its cast,
+    the dropout mask and dropped probabilities, and v. `internal_bytes`=4 is PyTorch's CPU
+    math path, which computes bf16/fp16 attention in fp32."""
+    if internal_bytes is not None and internal_bytes != c.e:
+        inner = Ctx(phase=c.phase, dtype="fp32", e=internal_bytes, train=c.train,
+                    mask_bytes=internal_bytes if c.mask_bytes != 1 else 1,
+                    grad_bytes=c.grad_bytes, weight_bytes=c.weight_bytes, fused=c.fused,
+                    count=c.count, layer=c.layer, component=c.component, prefix=c.prefix,
+                    fwd=c.fwd, bwd=c.bwd)
+        n_in = b * s * h * (2 * dqk + dv)
+        c.op("attn.upcast", "copy", 0.0, n_in * c.e, n_in * internal_bytes, kernels=3)
+        attention_naive(inner, b, s, h, dqk, dv, causal, useful_keys, p_drop, False, sk)
+        n_out = b * s * h * dv
+        c.op("attn.downcast", "copy", 0.0, n_out * internal_bytes, n_out * c.e)
+        return
+    e = c.e
+    sk = s if sk is None else sk
+    q, k, v, o = b * s * h * dqk, b * sk * h * dqk, b * sk * h * dv, b * s * h * dv
+    ss = b * h * s * sk
+    useful = ss * useful_keys / sk if sk else 0.0
+    shape = f"b{int(b)} h{h} s{s}x{sk} d{dqk}"
+    c.op("attn.scores", "attention", 2 * ss * dqk, (q + k) * e, ss * e, saved=(q + k) * e,
+         useful=2 * useful * dqk, shape=shape)
+    sm_bytes = FP32 if softmax_fp32 else e
+    # scale and mask (2 kernels), softmax (in fp32 when upcast), cast back
+    c.op("attn.mask_scale", "elementwise", 2 * ss, 2 * ss * e, 2 * ss * e, kernels=2,
+         shape=shape)
+    cast = softmax_fp32 and e != FP32
+    c.op("attn.softmax", "softmax", 5 * ss, ss * e, ss * sm_bytes + (ss * e if cast else 0),
+         saved=ss * sm_bytes + (ss * e if cast and p_drop <= 0 else 0),
+         kernels=2 if cast else 1, shape=shape)
+    if p_drop > 0 and c.train:
+        dropout(c, "attn.dropout", ss, p_drop)
+        c.fwd[-1] = _with_saved(c.fwd[-1], c.fwd[-1].saved_bytes + ss * e)  # dropped probs
+    c.op("attn.pv", "attention", 2 * ss * dv, ss * e + v * e, o * e, saved=v * e,
+         useful=2 * useful * dv, shape=shape)
+    if c.train:
+        c.op("attn.pv", "attention", 4 * ss * dv, ss * e + v * e + o * e, ss * e + v * e,
+             useful=4 * useful * dv, shape=shape, backward=True)
+        c.op("attn.softmax", "softmax", 4 * ss, ss * sm_bytes + ss * e, ss * e, shape=shape,
+             backward=True)
+        c.op("attn.mask_scale", "elementwise", ss, ss * e, ss * e, shape=shape, backward=True)
+        c.op("attn.scores", "attention", 4 * ss * dqk, ss * e + (q + k) * e, (q + k) * e,
+             useful=4 * useful * dqk, shape=shape, backward=True)
+
+
+def _with_saved(op: Op, saved: float) -> Op:
+    from dataclasses import replace
+
+    return replace(op, saved_bytes=saved)
+
+
+def embedding(c: Ctx, name: str, tokens: float, vocab: int, d: int, index_rows: float) -> None:
+    """A gather: reads the rows it returns; keeps the indices. Backward scatters into a dense
+    vocab x d gradient (written whole)."""
+    e = c.e
+    c.op(name, "embedding", 0.0, index_rows * INDEX + tokens * d * c.weight_bytes,
+         tokens * d * e, saved=index_rows * INDEX, shape=f"{int(tokens)} of {vocab}x{d}")
+    if c.train:
+        c.op(name, "embedding", tokens * d, tokens * d * e + index_rows * INDEX,
+             vocab * d * c.grad_bytes, shape=f"{int(tokens)} into {vocab}x{d}", backward=True)
+
+
+def cross_entropy(c: Ctx, tokens: float, vocab: int) -> None:
+    """HF causal-LM loss: logits upcast to fp32, log_softmax (keeps its fp32 output), NLL
+    (keeps the targets and the total weight)."""
+    n = tokens * vocab
+    cast = c.e != FP32
+    c.op("loss.log_softmax", "softmax", 5 * n, n * c.e + (n * FP32 if cast else 0),
+         n * FP32 + (n * FP32 if cast else 0), saved=n * FP32, kernels=2 if cast else 1,
+         dtype="fp32", shape=f"{int(tokens)}x{vocab}")
+    c.op("loss.nll", "loss", n, n * FP32 + tokens * INDEX, FP32,
+         saved=tokens * INDEX + FP32, dtype="fp32", shape=f"{int(tokens)}")
+    if c.train:
+        c.op("loss.nll", "loss", tokens, tokens * INDEX + FP32, n * FP32, dtype="fp32",
+             backward=True, shape=f"{int(tokens)}")
+        c.op("loss.log_softmax", "softmax", 3 * n, 2 * n * FP32, n * c.e, dtype="fp32",
+             backward=True, shape=f"{int(tokens)}x{vocab}")

@@ -1,0 +1,444 @@
+"""Analytic op builders for every architecture a ModelSpec describes: training (forward and
+backward, op by op), prefill, and decode against a KV cache.
+
+Per-layer ops are emitted once with `count` = number of layers, so the cost of building the op
+list does not depend on depth. What each op saves for backward mirrors eager PyTorch (and the
+Hugging Face implementations) so that builder and tracer agree; `fused=True` models an
+implementation whose norms, activations and RoPE are single kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from gpuplan.errors import InputError
+from gpuplan.ops import blocks
+from gpuplan.ops.blocks import DTYPE_BYTES, FP32, INDEX, Ctx
+from gpuplan.ops.op import Op, OpList, Phase
+from gpuplan.specs.model import ModelSpec
+
+AttentionImpl = Literal["flash", "naive"]
+Target = Literal["cuda", "cpu"]
+
+# HF implementations that upcast attention softmax to fp32 (eager_attention_forward)
+_SOFTMAX_FP32_FAMILIES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+                                    "gemma", "gemma2", "phi3", "deepseek_v3"})
+
+
+@dataclass(frozen=True)
+class Impl:
+    """How the model is run: kernels, precision, target device class."""
+
+    attention: AttentionImpl = "flash"
+    """flash: fused attention, O(s) extra memory; naive: scores and softmax in memory, O(s²)"""
+    target: Target = "cuda"
+    """cuda: 1-byte dropout masks, flash kernels; cpu: masks in the activation dtype and the
+    math attention path whenever attention dropout is on (as PyTorch does on the CPU)"""
+    fused: bool = False
+    """norms/activations/RoPE fused into single kernels"""
+    dtype: str = "bf16"
+    """activation and matmul dtype"""
+    matmul_dtype: str | None = None
+    """matmul compute dtype if different (fp8 for fp8-mixed training or W8A8 inference)"""
+    weight_dtype: str | None = None
+    """stored weight dtype for inference (int4/int8/fp8 weight-only quantization)"""
+    kv_dtype: str | None = None
+    """KV-cache dtype (default: dtype)"""
+    grad_dtype: str | None = None
+    """weight-gradient dtype (default: dtype)"""
+    dropout: bool = True
+    """apply the spec's dropout rates when training"""
+    weight_group_size: int = 128
+    """quantization group size: one fp16 scale per group of int4/int8 weights"""
+    training_kv_cache: bool = True
+    """Hugging Face models build a KV cache even in training (use_cache=True) and attend to its
+    copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
+    output and the copies alive. False for frameworks without it (Megatron, nanoGPT, torchtitan)"""
+
+    def weight_bytes(self) -> float:
+        w = self.weight_dtype or self.dtype
+        b = DTYPE_BYTES[w]
+        if w in ("int4", "int8", "fp4"):
+            b += 2 / self.weight_group_size  # fp16 scale per group (GPTQ/AWQ style)
+        return b
+
+
+def _check(field: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise InputError(field, value, "a whole number >= 1")
+
+
+def _ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
+    e = DTYPE_BYTES[impl.dtype]
+    if impl.dtype not in DTYPE_BYTES:
+        raise InputError("dtype", impl.dtype, f"one of {', '.join(DTYPE_BYTES)}")
+    return Ctx(phase=phase, dtype=impl.matmul_dtype or impl.dtype, e=e, train=train,
+               mask_bytes=1 if impl.target == "cuda" else e,
+               grad_bytes=DTYPE_BYTES[impl.grad_dtype or impl.dtype],
+               weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused)
+
+
+def _useful_keys(s: int, window: int | None, causal: bool) -> float:
+    """Average keys a query attends to: (s+1)/2 when causal, capped by a sliding window."""
+    if not causal:
+        return float(s if window is None else min(s, window))
+    w = s if window is None else min(s, window)
+    # sum_{i=1..s} min(i, w) / s
+    return (w * (w + 1) / 2 + (s - w) * w) / s
+
+
+# ---- blocks of a layer -------------------------------------------------------------------
+
+def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, window: int | None,
+               p_attn: float, sk: int | None = None) -> None:
+    """Projections, RoPE, attention core, output projection (and MLA's compression)."""
+    t = b * s
+    h, hkv, dqk, dv = m.num_heads, m.kv_heads, m.head_size, m.v_head_size
+    e = c.e
+    if m.is_mla:
+        r_q, r_kv, rope = m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0
+        if r_q:
+            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q)
+            blocks.rmsnorm(c, "attn.q_a_norm", t, r_q)
+            blocks.linear(c, "attn.q_b", t, r_q, h * dqk)
+        else:
+            blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False)
+        blocks.linear(c, "attn.kv_a", t, m.hidden_size, r_kv + rope, saves_input=not r_q)
+        blocks.rmsnorm(c, "attn.kv_a_norm", t, r_kv)
+        blocks.linear(c, "attn.kv_b", t, r_kv, h * ((m.qk_nope_head_dim or 0) + dv))
+        hkv = h  # decompressed K/V have every head
+    else:
+        n_qkv = h * dqk + hkv * dqk + hkv * dv
+        blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias)
+    if m.position == "rope":
+        rot = t * (h + hkv) * (dqk if not m.is_mla else (m.qk_rope_head_dim or 0))
+        blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5,
+                           flops_per_elem=3.0)
+    useful = _useful_keys(s if sk is None else sk, window, m.causal)
+    cpu_math = impl.attention == "flash" and impl.target == "cpu" and (p_attn > 0 or dqk != dv)
+    if impl.attention == "naive" or cpu_math:
+        blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
+                               softmax_fp32=m.family in _SOFTMAX_FP32_FAMILIES,
+                               internal_bytes=FP32 if cpu_math else None)
+        # output (b, h, s, d) transposed to (b, s, h·d): a copy the output projection keeps
+        blocks.elementwise(c, "attn.transpose", t * h * dv, t * h * dv, kind="copy",
+                           flops_per_elem=0.0)
+        blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias)
+    else:
+        blocks.attention_flash(c, b, s, s, h, hkv, dqk, dv, m.causal, useful,
+                               qkv_saved=_flash_qkv_saved(m, impl, t, hkv) * e)
+        # flash kernels write (b, s, h, d): the output projection reads it without a copy
+        blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias,
+                      saves_input=False)
+
+
+_FUSED_QKV_FAMILIES = frozenset({"gpt2", "phi3"})
+
+
+def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, hkv: int) -> float:
+    """Elements of the distinct storages behind the q, k, v that fused attention keeps.
+
+    With a fused QKV projection the three are views of one output, which stays alive whole
+    unless RoPE (q, k) or a training-time KV cache (k, v) replaced them by copies."""
+    h, dqk, dv = m.num_heads, m.head_size, m.v_head_size
+    q, k, v = t * h * dqk, t * hkv * dqk, t * hkv * dv
+    if m.is_mla or m.family not in _FUSED_QKV_FAMILIES:
+        return q + k + v
+    rope = m.position == "rope"
+    copies = impl.training_kv_cache
+    fused_alive = not (rope and copies)  # some view of the fused output is still saved
+    return (q + k + v if fused_alive else 0) + (q if rope else 0) + (k + v if copies else 0) \
+        + (k if rope and not copies else 0)
+
+
+def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp") -> None:
+    d = m.hidden_size
+    if m.mlp == "gated":
+        blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias)
+        blocks.activation(c, f"{name}.act", m.activation, t * inner)
+        blocks.elementwise(c, f"{name}.gate_mul", t * inner, 2 * t * inner,
+                           saved=2 * t * inner * c.e, grad_inputs=2)
+        blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
+    else:
+        blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias)
+        blocks.activation(c, f"{name}.act", m.activation, t * inner)
+        blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
+
+
+def _experts_touched(tokens: float, k: int, experts: int) -> float:
+    """Expected distinct experts hit by `tokens` tokens choosing k of E uniformly."""
+    return experts * (1 - (1 - k / experts) ** tokens)
+
+
+def _moe(c: Ctx, m: ModelSpec, t: float) -> None:
+    """Router, dispatch, routed experts (grouped GEMM over t·k rows), combine; shared experts.
+    Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2)."""
+    d, n_e, k, ff = m.hidden_size, m.num_experts, m.experts_per_token, m.expert_size
+    e, rows = c.e, t * k
+    touched = n_e if c.train else _experts_touched(t, k, n_e)
+    blocks.linear(c, "moe.router", t, d, n_e)
+    router_saved = t * (n_e * FP32 + k * (INDEX + FP32) + FP32) + 3 * rows * INDEX + n_e * FP32
+    c.op("moe.topk", "softmax", 5 * t * n_e, t * n_e * e, t * k * (INDEX + FP32),
+         saved=router_saved, dtype="fp32", shape=f"{int(t)}x{n_e} top{k}")
+    c.op("moe.dispatch", "copy", 0.0, rows * d * e, rows * d * e, saved=rows * d * e,
+         shape=f"{int(rows)}x{d}")
+    if c.train:
+        c.op("moe.dispatch", "copy", 0.0, rows * d * e, rows * d * e, backward=True)
+    blocks.linear(c, "moe.experts.gate_up", rows, d, 2 * ff, saves_input=False,
+                  weight_rows=d * touched)
+    blocks.activation(c, "moe.experts.act", m.activation, rows * ff)
+    blocks.elementwise(c, "moe.experts.gate_mul", rows * ff, 2 * rows * ff,
+                       saved=2 * rows * ff * e, grad_inputs=2)
+    blocks.linear(c, "moe.experts.down", rows, ff, d, weight_rows=ff * touched)
+    blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows, saved=rows * d * e,
+                       kind="elementwise")
+    if m.num_shared_experts:
+        _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared")
+
+
+# ---- whole model ---------------------------------------------------------------------------
+
+def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
+            p_attn: float) -> None:
+    """All transformer layers: attention part per window class, MLP part per dense/MoE."""
+    t = b * s
+    d = m.hidden_size
+    pre = m.arch == "decoder"
+    n_sliding = m.num_sliding_layers
+    for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
+        if count == 0:
+            continue
+        c = replace_ctx(ctx, count, "layer")
+        c.component = "norm"
+        if pre:
+            blocks.norm(c, m.norm, "norm1", t, d, bias=m.norm == "layernorm",
+                        plus_one=m.family in ("gemma", "gemma2"))
+        c.component = "attention"
+        _attention(c, m, impl, b, s, window, p_attn)
+        blocks.dropout(c, "attn.resid_dropout", t * d, p_hidden)
+        if m.norms_per_layer == 4:
+            c.component = "norm"
+            blocks.rmsnorm(c, "norm_post_attn", t, d, plus_one=True)
+        c.component = "attention"
+        blocks.elementwise(c, "residual1", t * d, 2 * t * d, grad_inputs=0)
+        if not pre:
+            c.component = "norm"
+            blocks.layernorm(c, "norm1", t, d)
+        _flush(ctx, c)
+    for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
+        if count == 0:
+            continue
+        c = replace_ctx(ctx, count, "layer")
+        c.component = "norm"
+        if pre:
+            blocks.norm(c, m.norm, "norm2", t, d, bias=m.norm == "layernorm",
+                        plus_one=m.family in ("gemma", "gemma2"))
+        c.component = "moe" if moe else "mlp"
+        if moe:
+            _moe(c, m, t)
+        else:
+            _mlp(c, m, t, m.intermediate_size)
+        blocks.dropout(c, "mlp.resid_dropout", t * d, p_hidden)
+        if m.norms_per_layer == 4:
+            c.component = "norm"
+            blocks.rmsnorm(c, "norm_post_mlp", t, d, plus_one=True)
+        c.component = "moe" if moe else "mlp"
+        blocks.elementwise(c, "residual2", t * d, 2 * t * d, grad_inputs=0)
+        if not pre:
+            c.component = "norm"
+            blocks.layernorm(c, "norm2", t, d)
+        _flush(ctx, c)
+
+
+def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
+    return Ctx(phase=ctx.phase, dtype=ctx.dtype, e=ctx.e, train=ctx.train,
+               mask_bytes=ctx.mask_bytes, grad_bytes=ctx.grad_bytes,
+               weight_bytes=ctx.weight_bytes, fused=ctx.fused, count=count, layer=layer,
+               component=ctx.component, prefix="layers.")
+
+
+def _flush(into: Ctx, c: Ctx) -> None:
+    into.fwd.extend(c.fwd)
+    into.bwd.extend(c.bwd)
+
+
+def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float) -> None:
+    t, d = b * s, m.hidden_size
+    c.component = "embedding"
+    blocks.embedding(c, "embed.tokens", t, m.vocab_size, d, t)
+    if m.position == "learned":
+        blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d, s)
+        blocks.elementwise(c, "embed.add", t * d, t * d + s * d, grad_inputs=2)
+    if m.type_vocab_size:
+        blocks.embedding(c, "embed.token_types", t, m.type_vocab_size, d, t)
+        blocks.elementwise(c, "embed.add_types", t * d, 2 * t * d, grad_inputs=2)
+    if m.embedding_norm:
+        blocks.layernorm(c, "embed.norm", t, d)
+    if m.position == "rope":  # cos and sin tables, computed once, shared by every layer
+        rd = m.qk_rope_head_dim if m.is_mla else m.head_size
+        table = s * (rd or 0)
+        c.op("rope.tables", "elementwise", 4 * table, s * INDEX, 2 * table * FP32,
+             saved=2 * table * c.e, dtype="fp32", shape=f"{s}x{rd}")
+    blocks.dropout(c, "embed.dropout", t * d, p_emb)
+
+
+def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool) -> None:
+    d = m.hidden_size
+    if m.final_norm:
+        c.component = "norm"
+        blocks.norm(c, m.norm, "final_norm", t, d, bias=m.norm == "layernorm",
+                    plus_one=m.family in ("gemma", "gemma2"))
+    c.component = "head"
+    if m.mlm_head:
+        blocks.linear(c, "mlm.transform", t, d, d, bias=True)
+        blocks.activation(c, "mlm.act", m.activation, t * d)
+        blocks.layernorm(c, "mlm.norm", t, d)
+    blocks.linear(c, "lm_head", logits_tokens, d, m.vocab_size, bias=m.mlm_head)
+    if loss:
+        c.component = "loss"
+        if m.mlm_head:  # BERT MLM loss: log_softmax in the model dtype, no upcast
+            saved_e = c.e
+            c.op("loss.log_softmax", "softmax", 5 * t * m.vocab_size, t * m.vocab_size * c.e,
+                 t * m.vocab_size * c.e, saved=t * m.vocab_size * saved_e)
+            c.op("loss.nll", "loss", t * m.vocab_size, t * m.vocab_size * c.e + t * INDEX,
+                 c.e, saved=t * INDEX + c.e)
+            if c.train:
+                c.op("loss.nll", "loss", t, t * INDEX, t * m.vocab_size * c.e, backward=True)
+                c.op("loss.log_softmax", "softmax", 3 * t * m.vocab_size,
+                     2 * t * m.vocab_size * c.e, t * m.vocab_size * c.e, backward=True)
+        else:
+            blocks.cross_entropy(c, t, m.vocab_size)
+
+
+def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = None) -> OpList:
+    """Forward and backward ops of one training micro-batch (no optimizer step)."""
+    _check("batch", batch)
+    _check("seq_len", seq_len)
+    impl = impl or Impl()
+    c = _ctx(impl, "forward", train=True)
+    drop = impl.dropout
+    _embeddings(c, m, batch, seq_len, m.embedding_dropout if drop else 0.0)
+    _layers(c, m, impl, batch, seq_len, m.hidden_dropout if drop else 0.0,
+            m.attention_dropout if drop else 0.0)
+    t = batch * seq_len
+    _head(c, m, t, t, loss=True)
+    return OpList(tuple(c.fwd) + tuple(reversed(c.bwd)))
+
+
+def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = None,
+                  phase: Phase = "forward", all_logits: bool = True) -> OpList:
+    """Forward ops without autograd: 'forward' (inference over a batch) or 'prefill' (prompt
+    processing: writes the KV cache; logits only for the last token unless all_logits)."""
+    _check("batch", batch)
+    _check("seq_len", seq_len)
+    impl = impl or Impl()
+    c = _ctx(impl, phase, train=False)
+    _embeddings(c, m, batch, seq_len, 0.0)
+    _layers(c, m, impl, batch, seq_len, 0.0, 0.0)
+    t = batch * seq_len
+    if phase == "prefill":
+        _kv_write(c, m, impl, t)
+    _head(c, m, t, t if all_logits else batch, loss=False)
+    return OpList(tuple(c.fwd))
+
+
+def kv_bytes_per_token(m: ModelSpec, kv_dtype: str) -> float:
+    """KV-cache bytes per token over all layers: 2 x layers x kv_heads x head_dim x bytes;
+    MLA caches the compressed latent plus the RoPE key (DeepSeek-V2 §2.1.2)."""
+    b = DTYPE_BYTES[kv_dtype]
+    if m.is_mla:
+        return m.num_layers * ((m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)) * b
+    return m.num_layers * m.kv_heads * (m.head_size + m.v_head_size) * b
+
+
+def _kv_write(c: Ctx, m: ModelSpec, impl: Impl, tokens: float) -> None:
+    nbytes = tokens * kv_bytes_per_token(m, impl.kv_dtype or impl.dtype)
+    c.component = "attention"
+    c.op("kv_cache.write", "copy", 0.0, nbytes, nbytes, shape=f"{int(tokens)} tokens")
+
+
+def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = None) -> OpList:
+    """One decode step: `batch` sequences each add one token after `context` cached tokens."""
+    _check("batch", batch)
+    _check("context", context)
+    impl = impl or Impl()
+    c = _ctx(impl, "decode", train=False)
+    t, d = batch, m.hidden_size
+    kv_e = DTYPE_BYTES[impl.kv_dtype or impl.dtype]
+    c.component = "embedding"
+    blocks.embedding(c, "embed.tokens", t, m.vocab_size, d, t)
+    n_sliding = m.num_sliding_layers
+    for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
+        if count == 0:
+            continue
+        lc = replace_ctx(c, count, "layer")
+        lc.component = "norm"
+        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
+        lc.component = "attention"
+        keys = context + 1 if window is None else min(context + 1, window)
+        _decode_attention(lc, m, batch, keys, kv_e)
+        blocks.elementwise(lc, "residual1", t * d, 2 * t * d)
+        _flush(c, lc)
+    for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
+        if count == 0:
+            continue
+        lc = replace_ctx(c, count, "layer")
+        lc.component = "norm"
+        blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
+        lc.component = "moe" if moe else "mlp"
+        if moe:
+            _moe(lc, m, t)
+        else:
+            _mlp(lc, m, t, m.intermediate_size)
+        blocks.elementwise(lc, "residual2", t * d, 2 * t * d)
+        _flush(c, lc)
+    _head(c, m, t, t, loss=False)
+    return OpList(tuple(c.fwd))
+
+
+def _decode_attention(c: Ctx, m: ModelSpec, b: int, keys: int, kv_e: float) -> None:
+    """Projections for one new token, append to the cache, attend over `keys` cached tokens."""
+    h, hkv, dqk, dv, d = m.num_heads, m.kv_heads, m.head_size, m.v_head_size, m.hidden_size
+    e = c.e
+    if m.is_mla:
+        # Absorbed MLA decode (DeepSeek-V2 §2.1.3): attend in the compressed latent space.
+        r_q, r_kv, rope, nope = (m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0,
+                                 m.qk_nope_head_dim or 0)
+        if r_q:
+            blocks.linear(c, "attn.q_a", b, d, r_q)
+            blocks.linear(c, "attn.q_b", b, r_q, h * dqk)
+        else:
+            blocks.linear(c, "attn.q", b, d, h * dqk)
+        blocks.linear(c, "attn.kv_a", b, d, r_kv + rope)
+        blocks.linear(c, "attn.q_absorb", b, h * nope, r_kv, weight_rows=h * nope)
+        latent = b * keys * (r_kv + rope) * kv_e
+        flops = 2 * b * h * keys * (r_kv + rope) + 2 * b * h * keys * r_kv
+        c.op("attn.core", "attention", flops, latent + b * h * (r_kv + rope) * e,
+             b * h * r_kv * e + b * (r_kv + rope) * kv_e, shape=f"b{b} h{h} ctx{keys} latent")
+        blocks.linear(c, "attn.v_absorb", b, r_kv, h * dv, weight_rows=h * r_kv / h)
+    else:
+        blocks.linear(c, "attn.qkv", b, d, h * dqk + hkv * (dqk + dv), bias=m.qkv_bias)
+        if m.position == "rope":
+            rot = b * (h + hkv) * dqk
+            blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5)
+        cache = b * keys * hkv * (dqk + dv) * kv_e
+        flops = 2 * b * h * keys * (dqk + dv)
+        c.op("attn.core", "attention", flops, cache + b * h * dqk * e,
+             b * h * dv * e + b * hkv * (dqk + dv) * kv_e,
+             shape=f"b{b} h{h}/{hkv} ctx{keys} d{dqk}")
+    blocks.linear(c, "attn.out", b, h * dv, d, bias=m.out_bias)
+
+
+def forward_flops(ops: OpList, useful: bool = False) -> float:
+    """Model FLOPs of the forward phase(s): matmul-class ops (the 6·N·D convention)."""
+    fwd = ops.phase("forward", "prefill", "decode")
+    return fwd.useful_flops(matmul_only=True) if useful else fwd.flops(matmul_only=True)
+
+
+def total(ops: OpList, attr: str) -> float:
+    return float(sum(getattr(o, attr) * o.count for o in ops))
+
+
+__all__ = ["Impl", "Op", "OpList", "build_decode", "build_forward", "build_training",
+           "forward_flops", "kv_bytes_per_token"]

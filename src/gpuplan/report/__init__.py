@@ -1,0 +1,1 @@
+"""Rendering results: rich tables, JSON, charts."""

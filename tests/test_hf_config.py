@@ -1,0 +1,286 @@
+"""Hugging Face config.json import: parameter counts equal the real `transformers` models.
+
+Each tiny config is written to disk from a `transformers` config class, read back with
+`load_hf_config`, and `ModelSpec.params()` is compared to the parameter count of the model that
+`transformers` builds from the same config on the meta device (no memory, no weights). Two
+variants of every file are checked: the full `to_dict()` and a minimal one that leaves out every
+key whose value equals the config class default, so that our defaults must match transformers'.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.specs.catalog import get_model
+from gpuplan.specs.hf_config import SUPPORTED_MODEL_TYPES, load_hf_config, spec_from_hf_dict
+
+TINY: dict[str, Any] = {
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+}
+GPT2_TINY: dict[str, Any] = {"vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4}
+MLA: dict[str, Any] = {
+    **TINY,
+    "num_hidden_layers": 3,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "moe_intermediate_size": 32,
+    "first_k_dense_replace": 1,
+}
+
+# (case id, config class name, kwargs)
+CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("gpt2", "GPT2Config", GPT2_TINY),
+    ("gpt2-untied-inner-relu", "GPT2Config",
+     {**GPT2_TINY, "n_inner": 100, "activation_function": "relu", "tie_word_embeddings": False,
+      "n_positions": 77}),
+    ("llama-mha", "LlamaConfig", TINY),
+    ("llama-gqa", "LlamaConfig", {**TINY, "num_key_value_heads": 2}),
+    ("llama-mqa-tied", "LlamaConfig",
+     {**TINY, "num_key_value_heads": 1, "tie_word_embeddings": True}),
+    ("llama-bias", "LlamaConfig", {**TINY, "attention_bias": True, "mlp_bias": True}),
+    ("llama-head-dim", "LlamaConfig", {**TINY, "num_key_value_heads": 2, "head_dim": 32}),
+    ("mistral", "MistralConfig", {**TINY, "num_attention_heads": 8}),
+    ("mistral-no-window-mqa", "MistralConfig",
+     {**TINY, "num_key_value_heads": 1, "sliding_window": None, "head_dim": 24}),
+    ("mixtral", "MixtralConfig",
+     {**TINY, "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    ("qwen2", "Qwen2Config", {**TINY, "num_key_value_heads": 2}),
+    ("qwen2-tied-window", "Qwen2Config",
+     {**TINY, "num_key_value_heads": 1, "tie_word_embeddings": True, "use_sliding_window": True,
+      "sliding_window": 32, "max_window_layers": 0}),
+    ("qwen2-moe", "Qwen2MoeConfig",
+     {**TINY, "num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64}),
+    ("qwen2-moe-dense-first-nobias", "Qwen2MoeConfig",
+     {**TINY, "num_hidden_layers": 3, "num_key_value_heads": 4, "num_experts": 4,
+      "num_experts_per_tok": 1,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
+      "mlp_only_layers": [0], "qkv_bias": False}),
+    ("deepseek-v3-q-lora", "DeepseekV3Config", {**MLA, "q_lora_rank": 24}),
+    ("deepseek-v3-no-q-lora", "DeepseekV3Config",
+     {**MLA, "q_lora_rank": None, "n_shared_experts": 2}),
+    ("deepseek-v3-no-q-lora-bias", "DeepseekV3Config",
+     {**MLA, "q_lora_rank": None, "attention_bias": True}),
+    ("deepseek-v3-bias-tied", "DeepseekV3Config",
+     {**MLA, "q_lora_rank": 24, "attention_bias": True, "tie_word_embeddings": True,
+      "first_k_dense_replace": 0}),
+    ("gemma", "GemmaConfig", {**TINY, "num_key_value_heads": 1, "head_dim": 32}),
+    ("gemma2", "Gemma2Config",
+     {**TINY, "num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 32,
+      "sliding_window": 16}),
+    ("gemma2-bias-untied", "Gemma2Config",
+     {**TINY, "num_key_value_heads": 4, "head_dim": 16, "attention_bias": True,
+      "tie_word_embeddings": False}),
+    ("phi3", "Phi3Config",
+     {**TINY, "num_key_value_heads": 2, "sliding_window": 32, "pad_token_id": 0,
+      "eos_token_id": 1}),
+    ("bert", "BertConfig", {**TINY, "max_position_embeddings": 64}),
+    ("bert-type-vocab", "BertConfig", {**TINY, "type_vocab_size": 3, "hidden_act": "relu"}),
+]
+
+
+def _hf_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    cls = getattr(transformers, cls_name)
+    cfg = cls(**cfg_dict)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        if cfg.model_type == "bert":
+            model = transformers.BertForMaskedLM(cfg)
+        else:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def _config_dicts(cls_name: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(full to_dict(), minimal dict without the keys equal to the class defaults)."""
+    transformers = pytest.importorskip("transformers")
+    cls = getattr(transformers, cls_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = json.loads(cls(**kwargs).to_json_string(use_diff=False))
+        default = json.loads(cls().to_json_string(use_diff=False))
+    minimal = {k: v for k, v in full.items() if k == "model_type" or default.get(k, object()) != v}
+    return full, minimal
+
+
+@pytest.mark.parametrize(("case", "cls_name", "kwargs"), CASES, ids=[c[0] for c in CASES])
+def test_params_match_transformers(
+    tmp_path: Path, case: str, cls_name: str, kwargs: dict[str, Any]
+) -> None:
+    full, minimal = _config_dicts(cls_name, kwargs)
+    expected = _hf_count(cls_name, full)
+    for variant, cfg in (("full", full), ("minimal", minimal)):
+        path = tmp_path / variant / case / "config.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(cfg), encoding="utf-8")
+        spec = load_hf_config(path)
+        assert spec.name == case
+        assert spec.family == full["model_type"]
+        assert spec.params() == expected, (variant, spec.params_breakdown())
+        assert sum(spec.params_breakdown().values()) == spec.params()
+
+
+def test_every_supported_type_is_tested() -> None:
+    transformers = pytest.importorskip("transformers")
+    tested = {getattr(transformers, c[1]).model_type for c in CASES}
+    assert tested == set(SUPPORTED_MODEL_TYPES)
+
+
+def test_features_are_mapped() -> None:
+    base = {"model_type": "gemma2", **TINY, "num_hidden_layers": 6, "head_dim": 32}
+    g = spec_from_hf_dict(base, "g")
+    assert (g.sliding_window, g.sliding_window_every, g.num_sliding_layers) == (4096, 2, 3)
+    assert g.norms_per_layer == 4 and g.activation == "gelu_tanh" and g.tie_embeddings
+    m = spec_from_hf_dict({"model_type": "mistral", **TINY, "num_key_value_heads": 2}, "m")
+    assert (m.sliding_window, m.num_sliding_layers, m.kv_heads) == (4096, 2, 2)
+    m2 = spec_from_hf_dict(
+        {"model_type": "mistral", **TINY, "num_key_value_heads": 2, "sliding_window": None}, "m"
+    )
+    assert m2.sliding_window is None
+    q = spec_from_hf_dict(
+        {"model_type": "qwen2", **TINY, "num_key_value_heads": 4, "sliding_window": 128}, "q"
+    )
+    assert q.sliding_window is None  # use_sliding_window defaults to false
+    ds = spec_from_hf_dict({"model_type": "deepseek_v3", **MLA, "q_lora_rank": None}, "d")
+    assert ds.is_mla and ds.q_lora_rank is None and ds.num_dense_layers == 1
+    assert ds.num_experts == 4 and ds.num_shared_experts == 1 and not ds.router_bias_params
+    gpt = spec_from_hf_dict({"model_type": "gpt2", **GPT2_TINY}, "x")
+    assert gpt.intermediate_size == 256 and gpt.position == "learned"
+    assert gpt.max_position_embeddings == 1024 and gpt.activation == "gelu_new"
+    assert gpt.hidden_dropout == gpt.attention_dropout == gpt.embedding_dropout == 0.1
+    bert = spec_from_hf_dict({"model_type": "bert", **TINY}, "b")
+    assert bert.arch == "encoder" and bert.type_vocab_size == 2 and bert.mlm_head
+
+
+def test_layer_types_pattern(tmp_path: Path) -> None:
+    types = ["sliding_attention", "sliding_attention", "full_attention", "full_attention"]
+    cfg = {"model_type": "gemma2", **TINY, "num_hidden_layers": 4, "layer_types": types}
+    with pytest.raises(GpuplanError, match="layer_types"):
+        spec_from_hf_dict(cfg, "x")
+    every_third = ["sliding_attention", "full_attention", "full_attention"] * 2
+    cfg = {"model_type": "gemma2", **TINY, "num_hidden_layers": 6, "layer_types": every_third}
+    spec = spec_from_hf_dict(cfg, "x")
+    assert spec.sliding_window_every == 3 and spec.num_sliding_layers == 2
+    only_full = ["full_attention"] * 6
+    spec = spec_from_hf_dict({**cfg, "layer_types": only_full}, "x")
+    assert spec.sliding_window is None
+
+
+def test_hub_cache_name_and_custom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = {"model_type": "llama", **TINY}
+    snap = tmp_path / "models--org--tiny-llama" / "snapshots" / "abc123" / "config.json"
+    snap.parent.mkdir(parents=True)
+    snap.write_text(json.dumps(cfg))
+    assert load_hf_config(snap).name == "org/tiny-llama"
+    monkeypatch.chdir(tmp_path)
+    Path("config.json").write_text(json.dumps(cfg))
+    assert load_hf_config(Path("config.json")).name == "custom"
+    assert get_model(str(snap)).params() == load_hf_config(snap).params()
+
+
+# ---- bad input: one GpuplanError line naming the file and the field ------------------------
+
+
+def _write(tmp_path: Path, content: str) -> Path:
+    path = tmp_path / "bad" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
+def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
+    path = _write(tmp_path, json.dumps({"model_type": "t5", **TINY}))
+    with pytest.raises(GpuplanError) as e:
+        load_hf_config(path)
+    msg = str(e.value)
+    assert str(path) in msg and "model_type" in msg and "'t5'" in msg
+    assert all(t in msg for t in SUPPORTED_MODEL_TYPES)
+    assert "\n" not in msg
+
+
+def test_missing_model_type(tmp_path: Path) -> None:
+    with pytest.raises(GpuplanError, match="'model_type' is missing"):
+        load_hf_config(_write(tmp_path, json.dumps(TINY)))
+
+
+def test_missing_field_is_named(tmp_path: Path) -> None:
+    cfg = {"model_type": "llama", **TINY}
+    del cfg["hidden_size"]
+    path = _write(tmp_path, json.dumps(cfg))
+    with pytest.raises(GpuplanError) as e:
+        load_hf_config(path)
+    assert str(e.value) == f"{path}: field 'hidden_size' is missing (model_type llama)"
+
+
+def test_malformed_json(tmp_path: Path) -> None:
+    path = _write(tmp_path, '{"model_type": "llama", "hidden_size": 64,')
+    with pytest.raises(GpuplanError, match=r"not valid JSON \(.*line 1"):
+        load_hf_config(path)
+    with pytest.raises(GpuplanError, match="JSON object"):
+        load_hf_config(_write(tmp_path, "[1, 2]"))
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(GpuplanError, match="cannot read"):
+        load_hf_config(tmp_path / "nope" / "config.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("hidden_size", -64),
+        ("num_hidden_layers", 0),
+        ("vocab_size", "1000"),
+        ("num_attention_heads", 4.5),
+        ("intermediate_size", True),
+        ("num_key_value_heads", "two"),
+        ("tie_word_embeddings", "yes"),
+        ("hidden_act", "swiglu_magic"),
+        ("head_dim", -1),
+    ],
+)
+def test_bad_values_name_the_field(tmp_path: Path, field: str, value: object) -> None:
+    path = _write(tmp_path, json.dumps({"model_type": "llama", **TINY, field: value}))
+    with pytest.raises(InputError) as e:
+        load_hf_config(path)
+    msg = str(e.value)
+    assert str(path) in msg and f"'{field}'" in msg and repr(value) in msg
+    assert "\n" not in msg
+
+
+def test_inconsistent_sizes_are_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, json.dumps({"model_type": "llama", **TINY, "num_key_value_heads": 3}))
+    with pytest.raises(GpuplanError) as e:
+        load_hf_config(path)
+    assert str(path) in str(e.value) and "num_kv_heads" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_unsupported_layouts_are_refused() -> None:
+    moe = {"model_type": "qwen2_moe", **TINY, "num_hidden_layers": 4, "decoder_sparse_step": 2}
+    with pytest.raises(InputError, match="mlp_only_layers"):
+        spec_from_hf_dict(moe, "x")
+    moe = {"model_type": "qwen2_moe", **TINY, "moe_intermediate_size": 32,
+           "shared_expert_intermediate_size": 48}
+    with pytest.raises(InputError, match="shared_expert_intermediate_size"):
+        spec_from_hf_dict(moe, "x")
+    with pytest.raises(InputError, match="add_cross_attention"):
+        spec_from_hf_dict({"model_type": "gpt2", **GPT2_TINY, "add_cross_attention": True}, "x")
