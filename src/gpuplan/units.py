@@ -58,10 +58,7 @@ def parse(text: str | float | int, kind: Kind, field: str = "value") -> float:
     """
     if isinstance(text, bool):
         raise InputError(field, text, f"a {kind} quantity")
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        value = _parse_text(text, kind, field)
+    value = float(text) if isinstance(text, (int, float)) else _parse_text(text, kind, field)
     if not math.isfinite(value):
         raise InputError(field, text, f"a finite {kind} quantity")
     return value
@@ -112,7 +109,7 @@ _EXAMPLES: dict[Kind, str] = {
 
 def parse_bytes(text: str | float | int, field: str = "bytes") -> int:
     """Bytes as an integer: '80 GB' -> 80_000_000_000, '1 GiB' -> 1_073_741_824."""
-    return int(round(parse(text, "bytes", field)))
+    return round(parse(text, "bytes", field))
 
 
 def _scaled(value: float, prefixes: list[tuple[str, float]], digits: int) -> tuple[str, str]:

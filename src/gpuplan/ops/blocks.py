@@ -50,16 +50,19 @@ class Ctx:
     def op(self, name: str, kind: OpKind, flops: float, read: float, written: float,
            saved: float = 0.0, useful: float | None = None, shape: str = "",
            kernels: int = 1, skips_masked: bool = False, dtype: str | None = None,
-           backward: bool = False) -> None:
+           backward: bool = False, fused_bytes: tuple[float, float] | None = None) -> None:
         phase: Phase = "backward" if backward else self.phase
         op = Op(
-            name=f"{self.prefix}{name}{'.grad' if backward else ''}", kind=kind, flops=flops,
+            name=f"{self.prefix}{name}{'.grad' if backward and not name.endswith('grad') else ''}",
+            kind=kind, flops=flops,
             bytes_read=read, bytes_written=written, dtype=dtype or self.dtype, phase=phase,
             component=self.component, count=self.count,
             saved_bytes=saved if self.train and not backward else 0.0,
             useful_flops=useful, layer=self.layer, shape=shape,
             fusable=kind in ("elementwise", "norm", "softmax") and not backward, kernels=kernels,
             skips_masked=skips_masked,
+            meta={"fused_read": fused_bytes[0], "fused_written": fused_bytes[1]}
+            if fused_bytes and kernels > 1 else {},
         )
         (self.bwd if backward else self.fwd).append(op)
 
@@ -95,7 +98,8 @@ def elementwise(c: Ctx, name: str, elems: float, reads: float, saved: float = 0.
     e = c.e
     out = elems if out_elems is None else out_elems
     c.op(name, kind, flops_per_elem * max(elems, reads), reads * e, out * e, saved=saved,
-         kernels=kernels, shape=f"{int(elems)}")
+         kernels=kernels, shape=f"{int(elems)}",
+         fused_bytes=(min(reads, elems) * e, elems * e))
     if c.train and grad_inputs > 0:
         c.op(name, kind, flops_per_elem * max(elems, reads), out * e + saved,
              grad_inputs * elems * e, kernels=kernels, shape=f"{int(elems)}", backward=True)
@@ -109,7 +113,7 @@ def dropout(c: Ctx, name: str, elems: float, p: float) -> None:
     mask = elems * c.mask_bytes
     kernels = 1 if c.mask_bytes == 1 else 3
     c.op(name, "elementwise", 2 * elems, elems * c.e, elems * c.e + mask, saved=mask,
-         kernels=kernels, shape=f"{int(elems)}")
+         kernels=kernels, shape=f"{int(elems)}", fused_bytes=(elems * c.e, elems * c.e + elems))
     c.op(name, "elementwise", elems, elems * c.e + mask, elems * c.e, backward=True,
          shape=f"{int(elems)}")
 
@@ -145,12 +149,11 @@ def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False) -> N
         read = n * e + (n * FP32 if cast else 0) + 3 * n * FP32 + 2 * rows * FP32 + params
         written = (n * FP32 if cast else 0) + 2 * n * FP32 + 3 * rows * FP32 + n * e
         written += n * e if cast else 0
-        if plus_one:  # Gemma: (x * rstd) * (1 + w) in fp32, then cast
-            saved = 2 * n * FP32 + rows * FP32 + d * FP32
-        else:
-            saved = n * FP32 + rows * FP32 + n * e
+        # Gemma: (x * rstd) * (1 + w) in fp32 keeps the fp32 normalized value and 1 + w
+        saved = (2 * n * FP32 + rows * FP32 + d * FP32 if plus_one
+                 else n * FP32 + rows * FP32 + n * e)
         c.op(name, "norm", 4 * n, read, written, saved=saved, kernels=kernels,
-             shape=f"{int(rows)}x{d}")
+             shape=f"{int(rows)}x{d}", fused_bytes=(n * e + params, n * e + rows * FP32))
         backward_read = n * e + saved + params
     if c.train:
         c.op(name, "norm", 6 * n, backward_read, n * e + d * c.grad_bytes,
@@ -228,11 +231,11 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
     sm_bytes = FP32 if softmax_fp32 else e
     # scale and mask (2 kernels), softmax (in fp32 when upcast), cast back
     c.op("attn.mask_scale", "elementwise", 2 * ss, 2 * ss * e, 2 * ss * e, kernels=2,
-         shape=shape)
+         shape=shape, fused_bytes=(ss * e, ss * e))
     cast = softmax_fp32 and e != FP32
     c.op("attn.softmax", "softmax", 5 * ss, ss * e, ss * sm_bytes + (ss * e if cast else 0),
          saved=ss * sm_bytes + (ss * e if cast and p_drop <= 0 else 0),
-         kernels=2 if cast else 1, shape=shape)
+         kernels=2 if cast else 1, shape=shape, fused_bytes=(ss * e, ss * e))
     if p_drop > 0 and c.train:
         dropout(c, "attn.dropout", ss, p_drop)
         c.fwd[-1] = _with_saved(c.fwd[-1], c.fwd[-1].saved_bytes + ss * e)  # dropped probs

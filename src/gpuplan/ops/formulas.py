@@ -93,13 +93,15 @@ def _conv_backward(args: Sequence[Any], kw: dict[str, Any], out: Sequence[Shape]
         return (s[1], s[0], *s[2:])
 
     flops = 0.0
+    # grad_input has the shape of x and grad_weight that of w; `out` cannot be indexed by
+    # position because the tracer drops the None outputs of a partial output_mask.
     if mask[0]:  # grad_input = conv_transpose(grad_out, weight)
-        flops += conv_flops(grad_out, w, out[0], not transposed)
+        flops += conv_flops(grad_out, w, x, not transposed)
     if mask[1]:  # grad_weight = conv(input, grad_out)
         if transposed:
-            flops += conv_flops(t(grad_out), t(x), t(out[1]), False)
+            flops += conv_flops(t(grad_out), t(x), t(w), False)
         else:
-            flops += conv_flops(t(x), t(grad_out), t(out[1]), False)
+            flops += conv_flops(t(x), t(grad_out), t(w), False)
     return flops
 
 

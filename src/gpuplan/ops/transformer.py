@@ -9,7 +9,7 @@ implementation whose norms, activations and RoPE are single kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from gpuplan.errors import InputError
@@ -168,7 +168,7 @@ def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp") -> None:
 
 def _experts_touched(tokens: float, k: int, experts: int) -> float:
     """Expected distinct experts hit by `tokens` tokens choosing k of E uniformly."""
-    return experts * (1 - (1 - k / experts) ** tokens)
+    return float(experts * (1.0 - (1.0 - k / experts) ** tokens))
 
 
 def _moe(c: Ctx, m: ModelSpec, t: float) -> None:
@@ -437,7 +437,7 @@ def forward_flops(ops: OpList, useful: bool = False) -> float:
 
 
 def total(ops: OpList, attr: str) -> float:
-    return float(sum(getattr(o, attr) * o.count for o in ops))
+    return float(sum(float(getattr(o, attr)) * o.count for o in ops))
 
 
 __all__ = ["Impl", "Op", "OpList", "build_decode", "build_forward", "build_training",

@@ -110,7 +110,7 @@ class Device(BaseModel):
             "bf16": ["bf16", "fp16", "fp32"],
             "fp16": ["fp16", "bf16", "fp32"],
             "tf32": ["tf32", "fp32"],
-            "fp32": ["fp32"],
+            "fp32": ["fp32", "bf16"],  # TPUs: fp32 matmuls run as bf16 passes
             "fp64": ["fp64", "fp32"],
         }
         for d in fallbacks.get(dtype, [dtype]):

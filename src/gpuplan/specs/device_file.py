@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -87,7 +87,7 @@ class DeviceFile(BaseModel):
     name: str
     aliases: list[str] = []
     vendor: str
-    kind: str
+    kind: Literal["gpu", "tpu", "npu", "cpu"]
     year: int
     form_factor: str
     memory_type: str
@@ -137,10 +137,10 @@ def _convert(rec: DeviceFile) -> Device:
             return float(entry.value)
         return units.parse(entry.value, kind, field)
 
-    fields["memory_bytes"] = int(round(take(v.memory, "memory_bytes", "bytes") or 0))
+    fields["memory_bytes"] = round(take(v.memory, "memory_bytes", "bytes") or 0)
     fields["mem_bw_bytes_per_s"] = take(v.mem_bw, "mem_bw_bytes_per_s", "bytes_per_s")
     l2 = take(v.l2_cache, "l2_cache_bytes", "bytes")
-    fields["l2_cache_bytes"] = int(round(l2)) if l2 is not None else None
+    fields["l2_cache_bytes"] = round(l2) if l2 is not None else None
     cu = take(v.compute_units, "compute_units", None)
     fields["compute_units"] = int(cu) if cu is not None else None
     fields["tdp_w"] = take(v.tdp, "tdp_w", "watts")
@@ -155,7 +155,7 @@ def _convert(rec: DeviceFile) -> Device:
             bw = take(link.bandwidth, link_field, "bytes_per_s") or 0.0
             fields[link_field] = Link(name=link.name, bw_bytes_per_s=bw)
     return Device(
-        name=rec.name, aliases=tuple(rec.aliases), vendor=rec.vendor, kind=rec.kind,  # type: ignore[arg-type]
+        name=rec.name, aliases=tuple(rec.aliases), vendor=rec.vendor, kind=rec.kind,
         year=rec.year, form_factor=rec.form_factor, memory_type=rec.memory_type,
         compute_unit_name=rec.compute_unit_name, pcie_gen=rec.pcie_gen, notes=rec.notes,
         peak_flops_per_s=peaks, provenance=prov, **fields,

@@ -1,0 +1,176 @@
+"""`gpuplan hardware` and `gpuplan models`: the catalogs, every number with its source."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gpuplan import units
+from gpuplan.report.output import emit, table
+from gpuplan.specs.catalog import device_catalog, get_device, get_model, model_presets
+from gpuplan.specs.device import DTYPES, Device
+from gpuplan.specs.model import ModelSpec
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object (SI units)")]
+
+
+def device_summary(d: Device) -> dict[str, Any]:
+    return {
+        "name": d.name, "vendor": d.vendor, "kind": d.kind, "year": d.year,
+        "memory_bytes": d.memory_bytes, "mem_bw_bytes_per_s": d.mem_bw_bytes_per_s,
+        "peak_flops_per_s": dict(d.peak_flops_per_s), "tdp_w": d.tdp_w,
+        "cloud_usd_per_hour": d.cloud_usd_per_hour,
+        "sources": {k: p.source for k, p in d.provenance.items()},
+    }
+
+
+def device_detail(d: Device) -> dict[str, Any]:
+    def link(x):
+        return (None if x is None else {"name": x.name, "bw_bytes_per_s": x.bw_bytes_per_s})
+    ridge = {dt: d.ridge_flops_per_byte(dt) for dt in d.peak_flops_per_s}
+    return {
+        **device_summary(d),
+        "aliases": list(d.aliases), "form_factor": d.form_factor, "memory_type": d.memory_type,
+        "l2_cache_bytes": d.l2_cache_bytes, "compute_units": d.compute_units,
+        "compute_unit_name": d.compute_unit_name, "pcie_gen": d.pcie_gen,
+        "scale_up": link(d.scale_up), "pcie": link(d.pcie), "scale_out": link(d.scale_out),
+        "list_price_usd": d.list_price_usd, "ridge_flops_per_byte": ridge, "notes": d.notes,
+        "sources": {k: p.model_dump() for k, p in d.provenance.items()},
+    }
+
+
+def _tflops(d: Device, dtype: str) -> str:
+    v = d.peak(dtype)
+    return f"{v / 1e12:,.1f}" if v else "-"
+
+
+def _render_devices(con: Console, devices: list[Device]) -> None:
+    cols = [("name", "left"), ("kind", "left"), ("memory", "right"), ("mem BW", "right")]
+    cols += [(f"{dt} TFLOP/s", "right") for dt in ("fp32", "tf32", "bf16", "fp8", "int8")]
+    cols += [("TDP", "right"), ("$/h", "right")]
+    t = table(f"{len(devices)} devices (dense peaks; GB = 1e9 bytes)", cols,
+              caption="'-' = no fast path on this hardware. `gpuplan hardware NAME` shows sources.")
+    for d in devices:
+        t.add_row(d.name, d.kind, units.format_bytes(d.memory_bytes),
+                  units.format_bandwidth(d.mem_bw_bytes_per_s),
+                  *(_tflops(d, dt) for dt in ("fp32", "tf32", "bf16", "fp8", "int8")),
+                  f"{d.tdp_w:.0f} W" if d.tdp_w else "-",
+                  f"{d.cloud_usd_per_hour:.2f}" if d.cloud_usd_per_hour else "-")
+    con.print(t)
+
+
+def _render_device(con: Console, d: Device) -> None:
+    t = table(f"{d.name} ({d.vendor} {d.form_factor}, {d.year})",
+              [("field", "left"), ("value", "right"), ("source", "left"), ("date", "left")],
+              caption="~ marks an uncertain value. Peaks are dense (no sparsity).")
+
+    def row(field: str, key: str, text: str) -> None:
+        p = d.provenance.get(key)
+        mark = "~ " if p and p.uncertain else ""
+        note = f" ({p.note})" if p and p.note else ""
+        t.add_row(field, mark + text, (p.source + note) if p else "", p.date if p else "")
+
+    row("memory", "memory_bytes", f"{units.format_bytes(d.memory_bytes)} {d.memory_type}")
+    row("memory bandwidth", "mem_bw_bytes_per_s", units.format_bandwidth(d.mem_bw_bytes_per_s))
+    for dt in DTYPES:
+        if dt in d.peak_flops_per_s:
+            row(f"peak {dt}", f"peak.{dt}", units.format_flops_per_s(d.peak_flops_per_s[dt]))
+    for dt in ("bf16", "fp16", "fp32"):
+        if dt in d.peak_flops_per_s:
+            t.add_row(f"ridge point ({dt})", f"{d.ridge_flops_per_byte(dt):.0f} FLOP/B",
+                      "peak / bandwidth", "")
+            break
+    if d.l2_cache_bytes:
+        row("L2 / last-level cache", "l2_cache_bytes", units.format_bytes(d.l2_cache_bytes))
+    if d.compute_units:
+        row(f"{d.compute_unit_name or 'compute units'}", "compute_units", str(d.compute_units))
+    if d.tdp_w:
+        row("TDP", "tdp_w", f"{d.tdp_w:.0f} W")
+    for key, label in (("scale_up", "scale-up link"), ("pcie", "host link"),
+                       ("scale_out", "scale-out network")):
+        link = getattr(d, key)
+        if link:
+            row(label, key, f"{link.name}: {units.format_bandwidth(link.bw_bytes_per_s)} per dir.")
+    if d.list_price_usd:
+        row("list price", "list_price_usd", units.format_usd(d.list_price_usd))
+    if d.cloud_usd_per_hour:
+        row("cloud price", "cloud_usd_per_hour", f"${d.cloud_usd_per_hour:.2f}/GPU-h")
+    con.print(t)
+
+
+def model_summary(m: ModelSpec) -> dict[str, Any]:
+    return {"name": m.name, "family": m.family, "arch": m.arch, "params": m.params(),
+            "active_params": m.active_params(), "layers": m.num_layers,
+            "hidden_size": m.hidden_size, "source": m.source}
+
+
+def model_detail(m: ModelSpec) -> dict[str, Any]:
+    arch = m.model_dump(exclude={"name", "source", "source_url", "source_date"})
+    arch.update(kv_heads=m.kv_heads, head_dim=m.head_size, is_moe=m.is_moe, is_mla=m.is_mla)
+    return {
+        **model_summary(m), "architecture": arch, "params_breakdown": m.params_breakdown(),
+        "non_embedding_params": m.non_embedding_params(), "source_url": m.source_url,
+        "source_date": m.source_date,
+    }
+
+
+def _render_models(con: Console, models: list[ModelSpec]) -> None:
+    t = table(f"{len(models)} model presets", [
+        ("name", "left"), ("family", "left"), ("params", "right"), ("active", "right"),
+        ("layers", "right"), ("d_model", "right"), ("heads (kv)", "right"), ("source", "left")],
+        caption="`gpuplan models NAME` shows the architecture; a config.json path works too.")
+    for m in models:
+        t.add_row(m.name, m.family, f"{m.params():,}",
+                  f"{m.active_params():,}" if m.is_moe else "", str(m.num_layers),
+                  str(m.hidden_size), f"{m.num_heads} ({m.kv_heads})", m.source or "")
+    con.print(t)
+
+
+def _render_model(con: Console, m: ModelSpec) -> None:
+    t = table(f"{m.name} ({m.family}, {m.arch}) - {m.params():,} parameters",
+              [("field", "left"), ("value", "right")],
+              caption=f"source: {m.source or 'n/a'} {m.source_url or ''} {m.source_date or ''}")
+    fields = m.model_dump(exclude={"name", "source", "source_url", "source_date", "family"})
+    for k, v in fields.items():
+        if v not in (None, 0, False) or k in ("tie_embeddings",):
+            t.add_row(k, str(v))
+    for k, v in m.params_breakdown().items():
+        t.add_row(f"params: {k}", f"{v:,}")
+    t.add_row("params: total", f"{m.params():,}")
+    if m.is_moe:
+        t.add_row("params: active per token", f"{m.active_params():,}")
+    con.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def hardware(
+        name: Annotated[str | None, typer.Argument(
+            help="device name or alias (case-insensitive) or a device .toml file")] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """The device catalog; with NAME, every number of one device with its source."""
+        if name is None:
+            devices = list(device_catalog())
+            emit({"devices": [device_summary(d) for d in devices]}, as_json,
+                 lambda con: _render_devices(con, devices))
+        else:
+            d = get_device(name)
+            emit(device_detail(d), as_json, lambda con: _render_device(con, d))
+
+    @app.command()
+    def models(
+        name: Annotated[str | None, typer.Argument(
+            help="preset name (case-insensitive) or a Hugging Face config.json path")] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Built-in model presets; with NAME, one model's architecture and exact parameters."""
+        if name is None:
+            presets = model_presets()
+            emit({"models": [model_summary(m) for m in presets]}, as_json,
+                 lambda con: _render_models(con, presets))
+        else:
+            m = get_model(name)
+            emit(model_detail(m), as_json, lambda con: _render_model(con, m))

@@ -1,0 +1,77 @@
+"""The `gpuplan` command: a thin layer that parses options, calls the core and renders.
+
+Every command prints a readable table by default and one JSON object with `--json` (SI base
+units, bytes as integers). User mistakes end with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from gpuplan.errors import GpuplanError
+
+try:  # typer >= 0.26 vendors its own copy of click
+    from typer._click import exceptions as _typer_click
+except ImportError:  # pragma: no cover
+    _typer_click = click.exceptions  # type: ignore[misc]
+
+_EXIT = (click.exceptions.Exit, typer.Exit)
+_ABORT = (click.exceptions.Abort, typer.Abort)
+_USAGE = (click.ClickException, _typer_click.ClickException)
+
+app = typer.Typer(
+    name="gpuplan",
+    help="Will it fit, how fast, what does it cost: plan and measure neural-network work on GPUs.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _register() -> None:
+    from gpuplan.cli import catalog_cmds, flops_cmd, roofline_cmd
+
+    catalog_cmds.register(app)
+    flops_cmd.register(app)
+    roofline_cmd.register(app)
+
+
+def _one_line(e: Exception) -> str:
+    """Usage errors name the option and what is valid."""
+    param = getattr(e, "param", None)
+    msg = " ".join(e.format_message().split())  # type: ignore[attr-defined]
+    if param is not None:
+        opts = list(getattr(param, "opts", []) or [str(getattr(param, "name", ""))])
+        if opts and not any(o in msg for o in opts):
+            msg = f"{'/'.join(opts)}: {msg}"
+    return msg
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app; turn user errors into one line and exit code 2."""
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except GpuplanError as e:
+        print(f"gpuplan: error: {e}", file=sys.stderr)
+        return 2
+    except _EXIT as e:
+        return int(e.exit_code or 0)
+    except _ABORT:
+        print("gpuplan: aborted", file=sys.stderr)
+        return 130
+    except _USAGE as e:
+        print(f"gpuplan: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

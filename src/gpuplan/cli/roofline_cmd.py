@@ -1,0 +1,142 @@
+"""`gpuplan roofline`: every op of a step on a device's roofline, fusion and attention compared."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gpuplan import units
+from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.report.output import emit, table
+
+
+class PhaseChoice(str, Enum):
+    train = "train"
+    prefill = "prefill"
+    decode = "decode"
+
+
+class AttentionChoice(str, Enum):
+    flash = "flash"
+    naive = "naive"
+
+
+class DtypeChoice(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+    fp8 = "fp8"
+
+
+def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any]] | None) -> None:
+    eff = r["assumptions"]["efficiency"]
+    ctx = "context" if r["phase"] == "decode" else "seq"
+    t = table(
+        f"{r['model']} {r['phase']} on {r['device']}: batch {r['batch']}, {ctx} {r['seq_len']}, "
+        f"{r['dtype']}, {r['attention']} attention{' (fused)' if r['fused'] else ''}",
+        [("op", "left"), ("kind", "left"), ("x", "right"), ("FLOPs", "right"),
+         ("bytes", "right"), ("FLOP/B", "right"), ("bound", "left"), ("time", "right"),
+         ("share", "right")],
+        caption=(f"ridge point {r['ridge_flops_per_byte']:.0f} FLOP/B ({r['dtype']}, datasheet). "
+                 f"Assumed: {eff['source']}; {eff['kernel_overhead_s'] * 1e6:.0f} µs per kernel."))
+    for o in r["ops"][:top]:
+        t.add_row(o["name"], o["kind"], str(o["count"]), units.format_flops(o["flops"]),
+                  units.format_bytes(o["bytes"]), f"{o['intensity']:.1f}", o["bound"],
+                  units.format_seconds(o["time_s"]), f"{o['share']:.1%}")
+    if len(r["ops"]) > top:
+        rest = r["ops"][top:]
+        t.add_row(f"... {len(rest)} more ops", "", "", "", "", "", "",
+                  units.format_seconds(sum(o["time_s"] for o in rest)),
+                  f"{sum(o['share'] for o in rest):.1%}")
+    con.print(t)
+    s = table("totals", [("", "left"), ("time", "right")])
+    s.add_row("step", units.format_seconds(r["total_time_s"]))
+    for k, v in r["time_by_phase"].items():
+        s.add_row(f"  {k}", units.format_seconds(v))
+    for k, v in sorted(r["time_by_component"].items(), key=lambda kv: -kv[1]):
+        s.add_row(f"  component {k}", units.format_seconds(v))
+    s.add_row("memory-bound share of time", f"{r['memory_bound_share']:.1%}")
+    con.print(s)
+    if "fusion" in r:
+        f = r["fusion"]
+        ft = table(f"fusion: eager {units.format_seconds(f['unfused_time_s'])} -> fused "
+                   f"{units.format_seconds(f['fused_time_s'])} ({f['speedup']:.2f}x), "
+                   f"{units.format_bytes(f['bytes_saved'])} less traffic",
+                   [("fused chain", "left"), ("phase", "left"), ("bytes saved", "right"),
+                    ("time before", "right"), ("after", "right"), ("speedup", "right")])
+        for c in [c for c in f["chains"] if c["bytes_saved"] > 0][:12]:
+            ft.add_row(" + ".join(c["ops"]), c["phase"], units.format_bytes(c["bytes_saved"]),
+                       units.format_seconds(c["time_before_s"]),
+                       units.format_seconds(c["time_after_s"]), f"{c['speedup']:.2f}x")
+        con.print(ft)
+    if sweep:
+        at = table("attention core, all layers: naive (scores in memory) vs flash",
+                   [("seq", "right"), ("naive bytes", "right"), ("flash bytes", "right"),
+                    ("naive saved", "right"), ("flash saved", "right"), ("naive time", "right"),
+                    ("flash time", "right")])
+        for row in sweep:
+            n, fl = row["naive"], row["flash"]
+            at.add_row(str(row["seq_len"]), units.format_bytes(n["bytes"]),
+                       units.format_bytes(fl["bytes"]), units.format_bytes(n["saved_bytes"]),
+                       units.format_bytes(fl["saved_bytes"]), units.format_seconds(n["time_s"]),
+                       units.format_seconds(fl["time_s"]))
+        con.print(at)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def roofline(
+        model: Annotated[str, typer.Argument(help="preset name or config.json path")],
+        gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
+        batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
+        seq_len: Annotated[int, typer.Option(
+            "--seq-len", "-s", min=1, help="tokens per sequence (decode: cached context)")] = 2048,
+        phase: Annotated[PhaseChoice, typer.Option("--phase")] = PhaseChoice.train,
+        attention: Annotated[AttentionChoice, typer.Option("--attention")] = AttentionChoice.flash,
+        dtype: Annotated[DtypeChoice, typer.Option("--dtype", help="compute dtype")] =
+        DtypeChoice.bf16,
+        fused: Annotated[bool, typer.Option(
+            "--fused", help="fuse element-wise chains as a compiler would; show the savings")] =
+        False,
+        compare_attention: Annotated[bool, typer.Option(
+            "--compare-attention", help="naive vs flash attention over sequence lengths")] = False,
+        ideal: Annotated[bool, typer.Option(
+            "--ideal", help="100% of datasheet peaks, no overheads (a pure bound)")] = False,
+        top: Annotated[int, typer.Option("--top", min=1, help="rows to print")] = 20,
+        plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline chart")] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Each op's FLOPs, bytes, intensity and bound on the device; step time; fusion."""
+        from gpuplan.estimate.analysis import analyze, attention_sweep
+        from gpuplan.estimate.efficiency import ideal_efficiency
+        from gpuplan.ops.transformer import Impl
+        from gpuplan.specs.catalog import get_device, get_model
+
+        m, d = get_model(model), get_device(gpu)
+        impl = Impl(attention=attention.value, dtype="bf16" if dtype.value == "fp8" else
+                    dtype.value, matmul_dtype="fp8" if dtype.value == "fp8" else None)
+        a = analyze(m, d, phase.value, batch, seq_len, impl, fused=fused,
+                    efficiency=ideal_efficiency() if ideal else None)
+        r = a.to_json()
+        sweep = None
+        if compare_attention and phase.value != "decode":
+            lens = sorted({max(1, seq_len // 4), max(1, seq_len // 2), seq_len, seq_len * 2,
+                           seq_len * 4})
+            sweep = attention_sweep(m, d, batch, lens, impl, train=phase.value == "train")
+            r["attention_comparison"] = sweep
+        if plot is not None:
+            from gpuplan.report.plot import roofline_chart
+
+            pts = [{"name": o["name"], "intensity": o["intensity"], "share": o["share"],
+                    "bound": o["bound"], "attained": o["executed_flops"] / o["time_s"]
+                    if o["time_s"] else 0.0} for o in r["ops"] if o["flops"] > 0 and o["bytes"] > 0]
+            roofline_chart(d, pts, plot, f"{m.name} {phase.value}, batch {batch}, seq {seq_len}"
+                           f" on {d.name} (points: ops; size: share of step time)")
+            r["plot"] = str(plot)
+        emit(r, as_json, lambda con: _render(con, r, top, sweep))
+        if plot is not None and not as_json:
+            Console(stderr=True).print(f"roofline chart written to {plot}")

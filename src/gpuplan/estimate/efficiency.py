@@ -1,0 +1,105 @@
+"""Achievable fractions of the datasheet peaks: the efficiency factors every estimate states.
+
+Defaults are documented priors, replaceable by a measured machine profile (`gpuplan bench`):
+
+- Matmul ceiling per device: best achievable bf16/fp8 matmul share of the dense peak, measured
+  with mamf-finder (stas00/ml-engineering, "Maximum Achievable Matmul FLOPS comparison table",
+  @744d01e 2026-08-22; copied in shared/data/kernel_cases.csv).
+- Matmul size curve: Calculon's A100/H100 system files (Isaev et al. SC'23): 0.95 of peak for
+  ops of >= 128 GFLOP, 0.9 >= 16, 0.6 >= 1, 0.1 below; we scale it so the largest ops reach the
+  device ceiling above and interpolate in log(FLOPs) to avoid cliffs.
+- Memory size curve: Calculon: HBM 0.9 for >= 100 MB transfers, 0.75 >= 10 MB, 0.6 >= 1 MB
+  (0.3 at 100 kB is our extrapolation).
+- Kernel overhead: 4 µs per launch (typical eager PyTorch dispatch + launch; replace with the
+  launch overhead `gpuplan bench` measures).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from gpuplan.specs.device import Device
+
+MAMF_SOURCE = "ml-engineering mamf-finder table @744d01e (2026-08-22), shared/data/kernel_cases.csv"
+
+# Best measured dense matmul share of peak: (bf16, fp8) per catalog device.
+MATMUL_CEILING: dict[str, tuple[float, float | None]] = {
+    "A100-SXM-40GB": (0.869, None), "A100-SXM-80GB": (0.869, None),
+    "A100-PCIE-40GB": (0.811, None), "A100-PCIE-80GB": (0.811, None),
+    "H100-SXM": (0.803, 0.709), "H800": (0.803, 0.709), "H200": (0.803, 0.734),
+    "B200": (0.776, 0.763), "GB200": (0.729, 0.723),
+    "MI300X": (0.514, None), "MI325X": (0.604, None),
+}
+DEFAULT_CEILING = 0.78
+"""Median of the measured bf16 ceilings above; used for devices without a measurement."""
+
+_MATMUL_CURVE = ((1e8, 0.1), (1e9, 0.6), (1.6e10, 0.9), (1.28e11, 0.95))
+_MEMORY_CURVE = ((1e5, 0.3), (1e6, 0.6), (1e7, 0.75), (1e8, 0.9))
+
+
+def _interp_log(x: float, points: tuple[tuple[float, float], ...]) -> float:
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if x <= x1:
+            f = (math.log10(x) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
+            return y0 + f * (y1 - y0)
+    return points[-1][1]
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Efficiency factors for one device; `source` says where they come from."""
+
+    matmul_ceiling: float
+    """best achievable share of the dense matmul peak for large matmuls"""
+    fp8_ceiling: float | None = None
+    memory_ceiling: float = 0.9
+    """best achievable share of the datasheet memory bandwidth"""
+    size_dependent: bool = True
+    """apply the size curves (small ops reach less of the ceilings)"""
+    kernel_overhead_s: float = 4e-6
+    vector_ceiling: float = 0.7
+    """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound"""
+    source: str = ""
+    measured: dict[str, float] = field(default_factory=dict)
+    """measured absolute rates from a machine profile (FLOP/s per dtype, 'memory' bytes/s)"""
+
+    def compute(self, flops: float, dtype: str) -> float:
+        ceiling = self.fp8_ceiling if dtype == "fp8" and self.fp8_ceiling else self.matmul_ceiling
+        if not self.size_dependent:
+            return ceiling
+        return ceiling * _interp_log(flops, _MATMUL_CURVE) / _MATMUL_CURVE[-1][1]
+
+    def memory(self, nbytes: float) -> float:
+        if not self.size_dependent:
+            return self.memory_ceiling
+        return self.memory_ceiling * _interp_log(nbytes, _MEMORY_CURVE) / _MEMORY_CURVE[-1][1]
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "matmul_ceiling": self.matmul_ceiling, "fp8_ceiling": self.fp8_ceiling,
+            "memory_ceiling": self.memory_ceiling, "vector_ceiling": self.vector_ceiling,
+            "size_dependent": self.size_dependent,
+            "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
+        }
+
+
+def default_efficiency(device: Device) -> Efficiency:
+    """Documented priors for a catalog device (see module docstring)."""
+    bf16, fp8 = MATMUL_CEILING.get(device.name, (DEFAULT_CEILING, None))
+    measured = device.name in MATMUL_CEILING
+    src = (f"matmul ceiling {bf16:.0%} measured ({MAMF_SOURCE})" if measured
+           else f"matmul ceiling {bf16:.0%} = median of measured devices (no measurement for "
+                f"{device.name})")
+    src += "; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%"
+    return Efficiency(matmul_ceiling=bf16, fp8_ceiling=fp8, source=src)
+
+
+def ideal_efficiency() -> Efficiency:
+    """100% of every datasheet peak, no overheads: the roofline as a pure bound."""
+    return Efficiency(matmul_ceiling=1.0, fp8_ceiling=1.0, memory_ceiling=1.0,
+                      size_dependent=False, kernel_overhead_s=0.0, vector_ceiling=1.0,
+                      source="ideal: 100% of datasheet peaks (a bound, not a prediction)")

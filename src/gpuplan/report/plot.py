@@ -1,0 +1,73 @@
+"""Roofline chart: log-log, compute roofs per dtype, the bandwidth slope, each op a point sized
+by its share of time and labelled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.specs.device import Device
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GpuplanError("--plot needs matplotlib: pip install 'gpuplan[plot]'") from None
+    return plt
+
+
+def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, title: str,
+                   label_top: int = 10, dtypes: tuple[str, ...] = ("fp8", "bf16", "tf32", "fp32"),
+                   bandwidth: float | None = None) -> Path:
+    """points: dicts with name, intensity (FLOP/B), attained (FLOP/s), share (0..1)."""
+    plt = _pyplot()
+    bw = bandwidth or device.mem_bw_bytes_per_s
+    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
+    lo = 0.01
+    points = [p for p in points if p["intensity"] >= lo and p["attained"] > 0]
+    xs = [p["intensity"] for p in points] or [1.0]
+    hi = max(max(xs) * 4, 4000.0)
+    colours = {"fp8": "#d62728", "bf16": "#1f77b4", "fp16": "#1f77b4", "tf32": "#2ca02c",
+               "fp32": "#7f7f7f", "int8": "#9467bd"}
+    for dt in dtypes:
+        peak = device.peak(dt)
+        if not peak:
+            continue
+        ridge = peak / bw
+        ax.plot([lo, ridge, hi], [bw * lo, peak, peak], color=colours.get(dt, "k"), lw=1.6,
+                label=f"{dt} roof {peak / 1e12:,.0f} TFLOP/s (ridge {ridge:,.0f} FLOP/B)")
+    ax.plot([], [], " ", label=f"memory slope {bw / 1e12:.2f} TB/s")
+    sizes = [40 + 1600 * p["share"] for p in points]
+    cmap = {"compute": "#ff7f0e", "memory": "#17becf"}
+    ax.scatter([p["intensity"] for p in points], [p["attained"] for p in points], s=sizes,
+               c=[cmap[p["bound"]] for p in points], alpha=0.65, edgecolors="k", linewidths=0.5,
+               zorder=3)
+    for i, p in enumerate(sorted(points, key=lambda p: -p["share"])[:label_top]):
+        name = p["name"].removeprefix("layers.")
+        ax.annotate(f"{name} ({p['share']:.0%})", (p["intensity"], p["attained"]),
+                    fontsize=7, xytext=(-150 if i % 2 else 6, -12 * (i // 2) - 4),
+                    textcoords="offset points", arrowprops={"arrowstyle": "-", "lw": 0.4,
+                                                            "alpha": 0.6})
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("attained FLOP/s")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.scatter([], [], c=cmap["compute"], label="compute-bound op (size = time share)")
+    ax.scatter([], [], c=cmap["memory"], label="memory-bound op")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        raise GpuplanError(f"--plot: cannot write {path} ({e.strerror})") from None
+    finally:
+        plt.close(fig)
+    return path

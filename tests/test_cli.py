@@ -1,0 +1,118 @@
+"""The CLI contract of DESIGN.md: JSON keys, SI units, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan.cli.main import main
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *argv],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_hardware_lists_at_least_30_devices_with_sources(capsys):
+    r = run_json(capsys, "hardware")
+    assert len(r["devices"]) >= 30
+    for d in r["devices"]:
+        assert d["name"] and d["sources"], d["name"]
+        assert isinstance(d["memory_bytes"], int)
+
+
+def test_hardware_one_device_contract(capsys):
+    r = run_json(capsys, "hardware", "h100")
+    assert r["name"] == "H100-SXM"
+    assert r["memory_bytes"] == 80_000_000_000
+    assert r["mem_bw_bytes_per_s"] == pytest.approx(3.35e12)
+    assert r["peak_flops_per_s"]["bf16"] == pytest.approx(989.4e12)  # dense, not 1979
+    assert r["tdp_w"] == 700
+    assert r["sources"]["peak.bf16"]["date"]
+
+
+def test_models_contract(capsys):
+    r = run_json(capsys, "models")
+    assert len(r["models"]) >= 20
+    assert {"name", "params"} <= set(r["models"][0])
+    one = run_json(capsys, "models", "mixtral-8x7b")
+    assert one["params"] == 46_702_792_704
+    assert one["active_params"] == 12_879_925_248
+    assert one["architecture"]["num_experts"] == 8
+
+
+def test_flops_contract_and_values(capsys):
+    r = run_json(capsys, "flops", "llama-3-8b", "--batch", "1", "--seq-len", "4096")
+    assert r["params"] == 8_030_261_248
+    assert r["train_flops"] == pytest.approx(3 * r["forward_flops"])
+    # forward = 2 x (non-embedding matmul params) x tokens + attention scores 2·2·s²·d·L
+    t, d, layers = 4096, 4096, 32
+    matmul_params = 8_030_261_248 - 128256 * 4096 - (2 * 32 + 1) * 4096  # minus embedding, norms
+    scores = 2 * 2 * t * t * d * layers
+    assert r["forward_flops"] == pytest.approx(2 * matmul_params * t + scores, rel=1e-12)
+    assert sum(r["breakdown"].values()) == pytest.approx(r["forward_flops"])
+    causal = run_json(capsys, "flops", "llama-3-8b", "--seq-len", "4096", "--causal")
+    assert causal["breakdown"]["attention_scores"] == pytest.approx(
+        r["breakdown"]["attention_scores"] * (4097 / 2) / 4096)
+
+
+def test_roofline_contract(capsys):
+    r = run_json(capsys, "roofline", "gpt2", "--gpu", "a100", "--batch", "2", "--seq-len",
+                 "256", "--phase", "prefill")
+    assert {"ridge_flops_per_byte", "ops", "total_time_s"} <= set(r)
+    assert r["total_time_s"] == pytest.approx(sum(o["time_s"] for o in r["ops"]))
+    for o in r["ops"]:
+        assert {"name", "flops", "bytes", "intensity", "bound", "time_s"} <= set(o)
+        assert o["bound"] in ("compute", "memory")
+
+
+def test_roofline_fused_is_faster_and_plot_is_written(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "r.png"
+    r = run_json(capsys, "roofline", "gpt2", "--gpu", "a100", "--batch", "4", "--seq-len",
+                 "512", "--fused", "--plot", str(png))
+    assert r["fusion"]["fused_time_s"] < r["fusion"]["unfused_time_s"]
+    assert r["fusion"]["bytes_saved"] > 0
+    assert png.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["flops", "no-such-model"], "model"),
+    (["flops", "gpt2", "--batch", "0"], "--batch"),
+    (["flops", "gpt2", "--seq-len", "-5"], "--seq-len"),
+    (["hardware", "no-such-gpu"], "device"),
+    (["roofline", "gpt2", "--gpu", "no-such-gpu"], "device"),
+    (["roofline", "gpt2", "--phase", "sideways"], "--phase"),
+    (["models", "missing/config.json"], "config"),
+])
+def test_bad_input_one_line_exit_2_no_traceback(argv, needle):
+    p = run_cli(*argv)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in p.stderr
+    assert p.stdout == ""
+
+
+def test_malformed_config_json(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    p = run_cli("flops", str(bad))
+    assert p.returncode == 2 and "not valid JSON" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_start_does_not_import_torch():
+    code = ("import sys; from gpuplan.cli.main import main; "
+            "rc = main(['flops', 'gpt2', '--json']); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
