@@ -10,7 +10,7 @@ Sizes are in elements; `Ctx.e` converts activations to bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuplan.ops.op import Op, OpKind, Phase
 
@@ -68,17 +68,21 @@ class Ctx:
 
 
 def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
-           saves_input: bool = True, weight_rows: float | None = None) -> None:
+           saves_input: bool = True, weight_rows: float | None = None,
+           saved_rows: float | None = None) -> None:
     """Y[m,n] = X[m,k] W[k,n] (+ b): 2mkn FLOPs. Backward: dX = dY Wᵀ and dW = Xᵀ dY, 2mkn each.
 
-    `weight_rows` (default k) lets MoE read only the experts a batch touches.
+    `weight_rows` (default k) lets MoE read only the experts a batch touches; `saved_rows`
+    (default m) is how many input rows stay saved (sequence parallelism keeps a shard and
+    gathers it again in backward).
     """
     e, wb = c.e, c.weight_bytes
     wk = k if weight_rows is None else weight_rows
     weights = wk * n * wb + (n * e if bias else 0)
     shape = f"{int(m)}x{k} @ {k}x{n}"
+    rows = m if saved_rows is None else saved_rows
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
-         saved=m * k * e if saves_input else 0.0, shape=shape)
+         saved=rows * k * e if saves_input else 0.0, shape=shape)
     if c.train:
         c.op(f"{name}.dgrad", "matmul", 2 * m * k * n, m * n * e + weights, m * k * e,
              shape=f"{int(m)}x{n} @ {n}x{k}", backward=True)
@@ -202,12 +206,14 @@ def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk:
 
 def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal: bool,
                     useful_keys: float, p_drop: float, softmax_fp32: bool,
-                    sk: int | None = None, internal_bytes: float | None = None) -> None:
+                    sk: int | None = None, internal_bytes: float | None = None,
+                    selective: bool = False) -> None:
     """Eager attention: S = QKᵀ·scale + mask, P = softmax(S), O = P·V; the b·h·s² scores and
     probabilities go through memory (bytes grow with s²). K and V are expanded to all query
     heads first (HF repeat_kv). Keeps q, k, the softmax output (fp32 when upcast), its cast,
     the dropout mask and dropped probabilities, and v. `internal_bytes`=4 is PyTorch's CPU
-    math path, which computes bf16/fp16 attention in fp32."""
+    math path, which computes bf16/fp16 attention in fp32. `selective` (Korthikanti et al.
+    2022 §5): keep only q, k, v and recompute the s² part in backward."""
     if internal_bytes is not None and internal_bytes != c.e:
         inner = Ctx(phase=c.phase, dtype="fp32", e=internal_bytes, train=c.train,
                     mask_bytes=internal_bytes if c.mask_bytes != 1 else 1,
@@ -216,11 +222,13 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
                     fwd=c.fwd, bwd=c.bwd)
         n_in = b * s * h * (2 * dqk + dv)
         c.op("attn.upcast", "copy", 0.0, n_in * c.e, n_in * internal_bytes, kernels=3)
-        attention_naive(inner, b, s, h, dqk, dv, causal, useful_keys, p_drop, False, sk)
+        attention_naive(inner, b, s, h, dqk, dv, causal, useful_keys, p_drop, False, sk,
+                        selective=selective)
         n_out = b * s * h * dv
         c.op("attn.downcast", "copy", 0.0, n_out * internal_bytes, n_out * c.e)
         return
     e = c.e
+    start = len(c.fwd)
     sk = s if sk is None else sk
     q, k, v, o = b * s * h * dqk, b * sk * h * dqk, b * sk * h * dv, b * s * h * dv
     ss = b * h * s * sk
@@ -241,6 +249,13 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
         c.fwd[-1] = _with_saved(c.fwd[-1], c.fwd[-1].saved_bytes + ss * e)  # dropped probs
     c.op("attn.pv", "attention", 2 * ss * dv, ss * e + v * e, o * e, saved=v * e,
          useful=2 * useful * dv, shape=shape)
+    if selective and c.train:
+        for i in range(start, len(c.fwd)):
+            op = c.fwd[i]
+            keep = (q + k) * e if op.name.endswith("scores") else v * e if op.name.endswith(
+                "pv") else 0.0
+            c.fwd[i] = _with_saved(op, keep)
+            c.bwd.append(recomputed(op))
     if c.train:
         c.op("attn.pv", "attention", 4 * ss * dv, ss * e + v * e + o * e, ss * e + v * e,
              useful=4 * useful * dv, shape=shape, backward=True)
@@ -252,9 +267,16 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
 
 
 def _with_saved(op: Op, saved: float) -> Op:
-    from dataclasses import replace
-
     return replace(op, saved_bytes=saved)
+
+
+RECOMPUTE = ".recompute"
+
+
+def recomputed(op: Op) -> Op:
+    """The forward op run again during backward (activation recomputation): hardware FLOPs,
+    not model FLOPs."""
+    return replace(op, name=op.name + RECOMPUTE, phase="backward", saved_bytes=0.0)
 
 
 def embedding(c: Ctx, name: str, tokens: float, vocab: int, d: int, index_rows: float) -> None:

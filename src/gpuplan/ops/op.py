@@ -49,7 +49,8 @@ class Op:
     useful_flops: float | None = None
     """FLOPs that count as useful work; None = all of `flops` (causal masking halves scores)"""
     layer: str | None = None
-    """'layer' for ops repeated in each transformer layer, 'moe_layer', None for once-only ops"""
+    """None for once-only ops; for ops repeated in every layer 'layer' (tracer) or the block
+    kind 'layer.attention', 'layer.attention.window', 'layer.mlp', 'layer.moe' (builders)"""
     shape: str = ""
     """human-readable shape, e.g. '8192x4096 @ 4096x4096'"""
     fusable: bool = False
@@ -94,6 +95,10 @@ class Op:
     @property
     def total_saved_bytes(self) -> float:
         return self.saved_bytes * self.count
+
+    @property
+    def per_layer(self) -> bool:
+        return self.layer is not None and self.layer.startswith("layer")
 
     def scaled(self, count: int) -> Op:
         return replace(self, count=self.count * count)

@@ -44,7 +44,7 @@ def _one_kernel(op: Op) -> Op:
 
 
 def _same_group(a: Op, b: Op) -> bool:
-    return a.phase == b.phase and a.count == b.count and a.layer == b.layer
+    return a.phase == b.phase and a.count == b.count and a.per_layer == b.per_layer
 
 
 def _merge(a: Op, b: Op) -> Op:

@@ -9,7 +9,7 @@ implementation whose norms, activations and RoPE are single kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from gpuplan.errors import InputError
@@ -51,6 +51,18 @@ class Impl:
     """apply the spec's dropout rates when training"""
     weight_group_size: int = 128
     """quantization group size: one fp16 scale per group of int4/int8 weights"""
+    tp: int = 1
+    """tensor parallel degree: heads, MLP and vocabulary split over tp GPUs (Shoeybi et al. 2019)"""
+    sp: bool = False
+    """sequence parallelism with TP: norms, dropout and residuals split over tp too (Korthikanti
+    et al. 2022 §4.2.2)"""
+    cp: int = 1
+    """context parallel degree: each GPU holds seq_len/cp tokens, attends to all (ring attention)"""
+    ep: int = 1
+    """expert parallel degree: each GPU holds num_experts/ep experts"""
+    recompute: Literal["none", "selective", "full"] = "none"
+    """activation recomputation: selective = attention core (Korthikanti et al. 2022 §5);
+    full = every layer keeps only its input and reruns its forward in backward"""
     training_kv_cache: bool = True
     """Hugging Face models build a KV cache even in training (use_cache=True) and attend to its
     copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
@@ -62,6 +74,43 @@ class Impl:
         if w in ("int4", "int8", "fp4"):
             b += 2 / self.weight_group_size  # fp16 scale per group (GPTQ/AWQ style)
         return b
+
+
+@dataclass(frozen=True)
+class Local:
+    """Per-GPU sizes of one layer under tensor, sequence, context and expert parallelism."""
+
+    heads: int
+    kv_heads: int
+    ff: int
+    expert_ff: int
+    experts: int
+    vocab: int
+    seq: int
+    """tokens per sequence on this GPU (seq_len / cp)"""
+    rep: float
+    """fraction of the tokens whose replicated work (norms, dropout, residual) this GPU does"""
+
+
+def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
+    tp, cp, ep = impl.tp, impl.cp, impl.ep
+    for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
+        _check(field, value)
+    if m.num_heads % tp:
+        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
+    if m.kv_heads % tp and tp % m.kv_heads:
+        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
+    if m.is_moe and m.num_experts % ep:
+        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
+    if not m.is_moe and ep != 1:
+        raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
+    if seq_len % cp:
+        raise InputError("cp", cp, f"a divisor of the sequence length ({seq_len})")
+    return Local(
+        heads=m.num_heads // tp, kv_heads=max(1, m.kv_heads // tp),
+        ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // tp),
+        experts=max(1, m.num_experts // ep), vocab=-(-m.vocab_size // tp),
+        seq=seq_len // cp, rep=1.0 / tp if impl.sp else 1.0)
 
 
 def _check(field: str, value: int) -> None:
@@ -88,46 +137,59 @@ def _useful_keys(s: int, window: int | None, causal: bool) -> float:
     return (w * (w + 1) / 2 + (s - w) * w) / s
 
 
+# Op.layer tags of the per-layer blocks (each op's count = number of layers of that kind)
+BLOCK_ATTN = "layer.attention"
+BLOCK_ATTN_WINDOW = "layer.attention.window"
+BLOCK_MLP = "layer.mlp"
+BLOCK_MOE = "layer.moe"
+
+
 # ---- blocks of a layer -------------------------------------------------------------------
 
-def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, window: int | None,
-               p_attn: float, sk: int | None = None) -> None:
-    """Projections, RoPE, attention core, output projection (and MLA's compression)."""
+def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: int | None,
+               p_attn: float, loc: Local) -> None:
+    """Projections, RoPE, attention core, output projection (and MLA's compression), on one
+    GPU's share: loc.heads query heads, loc.seq of the seq_len tokens (keys: all seq_len)."""
+    s = loc.seq
     t = b * s
-    h, hkv, dqk, dv = m.num_heads, m.kv_heads, m.head_size, m.v_head_size
+    h, hkv, dqk, dv = loc.heads, loc.kv_heads, m.head_size, m.v_head_size
     e = c.e
+    saved_rows = t * loc.rep
     if m.is_mla:
         r_q, r_kv, rope = m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0
         if r_q:
-            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q)
+            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q, saved_rows=saved_rows)
             blocks.rmsnorm(c, "attn.q_a_norm", t, r_q)
             blocks.linear(c, "attn.q_b", t, r_q, h * dqk)
         else:
             blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False)
-        blocks.linear(c, "attn.kv_a", t, m.hidden_size, r_kv + rope, saves_input=not r_q)
+        blocks.linear(c, "attn.kv_a", t, m.hidden_size, r_kv + rope, saves_input=not r_q,
+                      saved_rows=saved_rows)
         blocks.rmsnorm(c, "attn.kv_a_norm", t, r_kv)
         blocks.linear(c, "attn.kv_b", t, r_kv, h * ((m.qk_nope_head_dim or 0) + dv))
         hkv = h  # decompressed K/V have every head
     else:
         n_qkv = h * dqk + hkv * dqk + hkv * dv
-        blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias)
+        blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias,
+                      saved_rows=saved_rows)
     if m.position == "rope":
         rot = t * (h + hkv) * (dqk if not m.is_mla else (m.qk_rope_head_dim or 0))
         blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5,
                            flops_per_elem=3.0)
-    useful = _useful_keys(s if sk is None else sk, window, m.causal)
+    useful = _useful_keys(seq_len, window, m.causal)
     cpu_math = impl.attention == "flash" and impl.target == "cpu" and (p_attn > 0 or dqk != dv)
     if impl.attention == "naive" or cpu_math:
         blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
                                softmax_fp32=m.family in _SOFTMAX_FP32_FAMILIES,
-                               internal_bytes=FP32 if cpu_math else None)
+                               internal_bytes=FP32 if cpu_math else None, sk=seq_len,
+                               selective=impl.recompute == "selective")
         # output (b, h, s, d) transposed to (b, s, h·d): a copy the output projection keeps
         blocks.elementwise(c, "attn.transpose", t * h * dv, t * h * dv, kind="copy",
                            flops_per_elem=0.0)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias)
     else:
-        blocks.attention_flash(c, b, s, s, h, hkv, dqk, dv, m.causal, useful,
-                               qkv_saved=_flash_qkv_saved(m, impl, t, hkv) * e)
+        blocks.attention_flash(c, b, s, seq_len, h, hkv, dqk, dv, m.causal, useful,
+                               qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e)
         # flash kernels write (b, s, h, d): the output projection reads it without a copy
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias,
                       saves_input=False)
@@ -136,12 +198,12 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, window: int | N
 _FUSED_QKV_FAMILIES = frozenset({"gpt2", "phi3"})
 
 
-def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, hkv: int) -> float:
+def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
     """Elements of the distinct storages behind the q, k, v that fused attention keeps.
 
     With a fused QKV projection the three are views of one output, which stays alive whole
     unless RoPE (q, k) or a training-time KV cache (k, v) replaced them by copies."""
-    h, dqk, dv = m.num_heads, m.head_size, m.v_head_size
+    dqk, dv = m.head_size, m.v_head_size
     q, k, v = t * h * dqk, t * hkv * dqk, t * hkv * dv
     if m.is_mla or m.family not in _FUSED_QKV_FAMILIES:
         return q + k + v
@@ -152,16 +214,18 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, hkv: int) -> float:
         + (k if rope and not copies else 0)
 
 
-def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp") -> None:
+def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
+         saved_rows: float | None = None) -> None:
     d = m.hidden_size
     if m.mlp == "gated":
-        blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias)
+        blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias,
+                      saved_rows=saved_rows)
         blocks.activation(c, f"{name}.act", m.activation, t * inner)
         blocks.elementwise(c, f"{name}.gate_mul", t * inner, 2 * t * inner,
                            saved=2 * t * inner * c.e, grad_inputs=2)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
     else:
-        blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias)
+        blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias, saved_rows=saved_rows)
         blocks.activation(c, f"{name}.act", m.activation, t * inner)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
 
@@ -171,12 +235,15 @@ def _experts_touched(tokens: float, k: int, experts: int) -> float:
     return float(experts * (1.0 - (1.0 - k / experts) ** tokens))
 
 
-def _moe(c: Ctx, m: ModelSpec, t: float) -> None:
+def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     """Router, dispatch, routed experts (grouped GEMM over t·k rows), combine; shared experts.
-    Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2)."""
-    d, n_e, k, ff = m.hidden_size, m.num_experts, m.experts_per_token, m.expert_size
+    Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2). With expert
+    parallelism each GPU holds E/ep experts and, balanced, still computes t·k rows."""
+    d, n_e, k = m.hidden_size, m.num_experts, m.experts_per_token
+    ff = loc.expert_ff if loc else m.expert_size
+    local_experts = loc.experts if loc else n_e
     e, rows = c.e, t * k
-    touched = n_e if c.train else _experts_touched(t, k, n_e)
+    touched = local_experts if c.train else min(local_experts, _experts_touched(t, k, n_e))
     blocks.linear(c, "moe.router", t, d, n_e)
     router_saved = t * (n_e * FP32 + k * (INDEX + FP32) + FP32) + 3 * rows * INDEX + n_e * FP32
     c.op("moe.topk", "softmax", 5 * t * n_e, t * n_e * e, t * k * (INDEX + FP32),
@@ -194,7 +261,7 @@ def _moe(c: Ctx, m: ModelSpec, t: float) -> None:
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows, saved=rows * d * e,
                        kind="elementwise")
     if m.num_shared_experts:
-        _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared")
+        _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
 
 
 # ---- whole model ---------------------------------------------------------------------------
@@ -202,53 +269,67 @@ def _moe(c: Ctx, m: ModelSpec, t: float) -> None:
 def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             p_attn: float) -> None:
     """All transformer layers: attention part per window class, MLP part per dense/MoE."""
-    t = b * s
+    loc = local_sizes(m, impl, s)
+    t = b * loc.seq
+    tr = t * loc.rep  # tokens whose norm/dropout/residual work this GPU does
     d = m.hidden_size
     pre = m.arch == "decoder"
+    gemma = m.family in ("gemma", "gemma2")
     n_sliding = m.num_sliding_layers
     for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
         if count == 0:
             continue
-        c = replace_ctx(ctx, count, "layer")
+        c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
         if pre:
-            blocks.norm(c, m.norm, "norm1", t, d, bias=m.norm == "layernorm",
-                        plus_one=m.family in ("gemma", "gemma2"))
+            blocks.norm(c, m.norm, "norm1", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "attention"
-        _attention(c, m, impl, b, s, window, p_attn)
-        blocks.dropout(c, "attn.resid_dropout", t * d, p_hidden)
+        _attention(c, m, impl, b, s, window, p_attn, loc)
+        blocks.dropout(c, "attn.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
-            blocks.rmsnorm(c, "norm_post_attn", t, d, plus_one=True)
+            blocks.rmsnorm(c, "norm_post_attn", tr, d, plus_one=True)
         c.component = "attention"
-        blocks.elementwise(c, "residual1", t * d, 2 * t * d, grad_inputs=0)
+        blocks.elementwise(c, "residual1", tr * d, 2 * tr * d, grad_inputs=0)
         if not pre:
             c.component = "norm"
-            blocks.layernorm(c, "norm1", t, d)
+            blocks.layernorm(c, "norm1", tr, d)
+        _recompute(c, impl, checkpoint=tr * d * c.e)
         _flush(ctx, c)
     for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
         if count == 0:
             continue
-        c = replace_ctx(ctx, count, "layer")
+        c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
         if pre:
-            blocks.norm(c, m.norm, "norm2", t, d, bias=m.norm == "layernorm",
-                        plus_one=m.family in ("gemma", "gemma2"))
+            blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "moe" if moe else "mlp"
         if moe:
-            _moe(c, m, t)
+            _moe(c, m, tr, loc)
         else:
-            _mlp(c, m, t, m.intermediate_size)
-        blocks.dropout(c, "mlp.resid_dropout", t * d, p_hidden)
+            _mlp(c, m, t, loc.ff, saved_rows=tr)
+        blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
-            blocks.rmsnorm(c, "norm_post_mlp", t, d, plus_one=True)
+            blocks.rmsnorm(c, "norm_post_mlp", tr, d, plus_one=True)
         c.component = "moe" if moe else "mlp"
-        blocks.elementwise(c, "residual2", t * d, 2 * t * d, grad_inputs=0)
+        blocks.elementwise(c, "residual2", tr * d, 2 * tr * d, grad_inputs=0)
         if not pre:
             c.component = "norm"
-            blocks.layernorm(c, "norm2", t, d)
+            blocks.layernorm(c, "norm2", tr, d)
+        _recompute(c, impl, checkpoint=0.0)
         _flush(ctx, c)
+
+
+def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
+    """Full recomputation: the block keeps only its checkpointed input (the layer input) and
+    runs its forward again before its backward (Chen et al. 2016; +1 forward of hardware FLOPs)."""
+    if impl.recompute != "full" or not c.train:
+        return
+    c.bwd.extend(reversed([blocks.recomputed(o) for o in c.fwd]))
+    c.fwd[:] = [replace(o, saved_bytes=0.0) for o in c.fwd]
+    if checkpoint:
+        c.op("checkpoint", "copy", 0.0, 0.0, 0.0, saved=checkpoint)
 
 
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
@@ -263,10 +344,13 @@ def _flush(into: Ctx, c: Ctx) -> None:
     into.bwd.extend(c.bwd)
 
 
-def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float) -> None:
+def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
+                loc: Local | None = None) -> None:
+    rep = loc.rep if loc else 1.0
+    s = loc.seq if loc else s
     t, d = b * s, m.hidden_size
     c.component = "embedding"
-    blocks.embedding(c, "embed.tokens", t, m.vocab_size, d, t)
+    blocks.embedding(c, "embed.tokens", t, loc.vocab if loc else m.vocab_size, d, t)
     if m.position == "learned":
         blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d, s)
         blocks.elementwise(c, "embed.add", t * d, t * d + s * d, grad_inputs=2)
@@ -280,35 +364,36 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float) -> None:
         table = s * (rd or 0)
         c.op("rope.tables", "elementwise", 4 * table, s * INDEX, 2 * table * FP32,
              saved=2 * table * c.e, dtype="fp32", shape=f"{s}x{rd}")
-    blocks.dropout(c, "embed.dropout", t * d, p_emb)
+    blocks.dropout(c, "embed.dropout", t * d * rep, p_emb)
 
 
-def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool) -> None:
+def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
+          loc: Local | None = None) -> None:
     d = m.hidden_size
+    rep = loc.rep if loc else 1.0
+    vocab = loc.vocab if loc else m.vocab_size
     if m.final_norm:
         c.component = "norm"
-        blocks.norm(c, m.norm, "final_norm", t, d, bias=m.norm == "layernorm",
+        blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm == "layernorm",
                     plus_one=m.family in ("gemma", "gemma2"))
     c.component = "head"
     if m.mlm_head:
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)
         blocks.activation(c, "mlm.act", m.activation, t * d)
         blocks.layernorm(c, "mlm.norm", t, d)
-    blocks.linear(c, "lm_head", logits_tokens, d, m.vocab_size, bias=m.mlm_head)
+    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head,
+                  saved_rows=logits_tokens * rep)
     if loss:
         c.component = "loss"
         if m.mlm_head:  # BERT MLM loss: log_softmax in the model dtype, no upcast
-            saved_e = c.e
-            c.op("loss.log_softmax", "softmax", 5 * t * m.vocab_size, t * m.vocab_size * c.e,
-                 t * m.vocab_size * c.e, saved=t * m.vocab_size * saved_e)
-            c.op("loss.nll", "loss", t * m.vocab_size, t * m.vocab_size * c.e + t * INDEX,
-                 c.e, saved=t * INDEX + c.e)
+            n = t * vocab
+            c.op("loss.log_softmax", "softmax", 5 * n, n * c.e, n * c.e, saved=n * c.e)
+            c.op("loss.nll", "loss", n, n * c.e + t * INDEX, c.e, saved=t * INDEX + c.e)
             if c.train:
-                c.op("loss.nll", "loss", t, t * INDEX, t * m.vocab_size * c.e, backward=True)
-                c.op("loss.log_softmax", "softmax", 3 * t * m.vocab_size,
-                     2 * t * m.vocab_size * c.e, t * m.vocab_size * c.e, backward=True)
+                c.op("loss.nll", "loss", t, t * INDEX, n * c.e, backward=True)
+                c.op("loss.log_softmax", "softmax", 3 * n, 2 * n * c.e, n * c.e, backward=True)
         else:
-            blocks.cross_entropy(c, t, m.vocab_size)
+            blocks.cross_entropy(c, t, vocab)
 
 
 def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = None) -> OpList:
@@ -318,11 +403,12 @@ def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = N
     impl = impl or Impl()
     c = _ctx(impl, "forward", train=True)
     drop = impl.dropout
-    _embeddings(c, m, batch, seq_len, m.embedding_dropout if drop else 0.0)
+    loc = local_sizes(m, impl, seq_len)
+    _embeddings(c, m, batch, seq_len, m.embedding_dropout if drop else 0.0, loc)
     _layers(c, m, impl, batch, seq_len, m.hidden_dropout if drop else 0.0,
             m.attention_dropout if drop else 0.0)
-    t = batch * seq_len
-    _head(c, m, t, t, loss=True)
+    t = batch * loc.seq
+    _head(c, m, t, t, loss=True, loc=loc)
     return OpList(tuple(c.fwd) + tuple(reversed(c.bwd)))
 
 
@@ -334,12 +420,13 @@ def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = No
     _check("seq_len", seq_len)
     impl = impl or Impl()
     c = _ctx(impl, phase, train=False)
-    _embeddings(c, m, batch, seq_len, 0.0)
+    loc = local_sizes(m, impl, seq_len)
+    _embeddings(c, m, batch, seq_len, 0.0, loc)
     _layers(c, m, impl, batch, seq_len, 0.0, 0.0)
-    t = batch * seq_len
+    t = batch * loc.seq
     if phase == "prefill":
         _kv_write(c, m, impl, t)
-    _head(c, m, t, t if all_logits else batch, loss=False)
+    _head(c, m, t, t if all_logits else batch, loss=False, loc=loc)
     return OpList(tuple(c.fwd))
 
 
@@ -372,7 +459,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
         if count == 0:
             continue
-        lc = replace_ctx(c, count, "layer")
+        lc = replace_ctx(c, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         lc.component = "norm"
         blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
         lc.component = "attention"
@@ -383,7 +470,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
         if count == 0:
             continue
-        lc = replace_ctx(c, count, "layer")
+        lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
         lc.component = "norm"
         blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
         lc.component = "moe" if moe else "mlp"

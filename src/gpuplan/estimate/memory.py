@@ -1,0 +1,460 @@
+"""Memory per GPU for training and inference, as a breakdown that sums exactly to the total.
+
+Training: weights, gradients and optimizer states (bytes per parameter by precision and
+optimizer, ZeRO/FSDP sharding over the data-parallel group; Rajbhandari et al. 2020 §5),
+activations = the bytes autograd keeps for backward, from the op model (all layers of the
+fullest pipeline stage x micro-batches in flight; Narayanan et al. 2021, Korthikanti et al.
+2022 §4.2.3), and "other" item by item: backward working set, logits and loss buffers,
+communication buffers, CUDA context and allocator fragmentation.
+
+Inference: weights at their storage dtype (group-wise scales counted), KV cache
+(2 x layers x kv_heads x head_dim x bytes per token; TP splits the heads; MLA caches its latent),
+activation workspace of the largest prefill chunk, and other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.partition import Stage, stages
+from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.op import OpList
+from gpuplan.ops.transformer import (
+    BLOCK_ATTN,
+    BLOCK_ATTN_WINDOW,
+    BLOCK_MLP,
+    BLOCK_MOE,
+    Impl,
+    build_training,
+    kv_bytes_per_token,
+    local_sizes,
+)
+from gpuplan.specs.device import Device
+from gpuplan.specs.model import ModelSpec
+
+Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
+Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor"]
+Recompute = Literal["none", "selective", "full"]
+
+GiB = 2**30
+CUDA_CONTEXT_BYTES = int(0.5 * GiB)
+"""CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process (typically 0.3-0.8 GiB; an
+assumption: `gpuplan bench` measures it)"""
+NCCL_BYTES = int(0.25 * GiB)
+"""NCCL communicator buffers per process when any parallelism > 1 (assumption)"""
+DDP_BUCKET_BYTES = 25 * 2**20
+"""torch DistributedDataParallel bucket_cap_mb default (25 MiB); two in flight"""
+FRAGMENTATION = 0.10
+"""share of dynamic memory (activations + buffers) lost to allocator fragmentation
+(assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training configuration (per-GPU view comes from the parallel degrees)."""
+
+    micro_batch: int
+    seq_len: int
+    precision: Precision = "bf16-mixed"
+    optimizer: Optimizer = "adamw"
+    zero: int = 0
+    """ZeRO stage 0-3 over the data-parallel group (FSDP full shard = 3)"""
+    fsdp: Literal["none", "full", "hybrid"] = "none"
+    shard_size: int | None = None
+    """hybrid shard: GPUs per sharding group (default: GPUs per node, 8)"""
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sp: bool = False
+    virtual_stages: int = 1
+    recompute: Recompute = "none"
+    attention: Literal["flash", "naive"] = "flash"
+    grad_dtype: Literal["auto", "fp32"] = "auto"
+    """auto: gradients in the compute dtype (16-bit for mixed precision); fp32: accumulated in
+    fp32 (Megatron-LM main_grad)"""
+    offload_optimizer: bool = False
+    global_batch: int | None = None
+    dropout: bool = True
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
+    fragmentation: float = FRAGMENTATION
+
+    @property
+    def grad_accum(self) -> int:
+        if self.global_batch is None:
+            return 1
+        return max(1, self.global_batch // (self.micro_batch * self.dp))
+
+    @property
+    def compute_dtype(self) -> str:
+        return {"fp32": "fp32", "fp16-mixed": "fp16", "bf16-mixed": "bf16",
+                "fp8-mixed": "bf16"}[self.precision]
+
+    @property
+    def shard_group(self) -> int:
+        """GPUs that shard model states: dp for ZeRO/FSDP full, the shard group for hybrid."""
+        if self.fsdp == "hybrid":
+            return min(self.dp, self.shard_size or 8)
+        return self.dp
+
+    @property
+    def zero_stage(self) -> int:
+        return 3 if self.fsdp in ("full", "hybrid") else self.zero
+
+
+def validate(cfg: TrainConfig) -> None:
+    for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
+        v = getattr(cfg, f)
+        if not isinstance(v, int) or v < 1:
+            raise InputError(f, v, "a whole number >= 1")
+    if cfg.zero not in (0, 1, 2, 3):
+        raise InputError("zero", cfg.zero, "0, 1, 2 or 3")
+    if cfg.global_batch is not None and cfg.global_batch % (cfg.micro_batch * cfg.dp):
+        raise InputError("global_batch", cfg.global_batch,
+                         f"a multiple of micro_batch x dp = {cfg.micro_batch * cfg.dp}")
+    if not 0 <= cfg.fragmentation < 1:
+        raise InputError("fragmentation", cfg.fragmentation, "a fraction in [0, 1)")
+
+
+# ---- bytes per parameter -------------------------------------------------------------------
+
+def state_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
+    """Unsharded bytes per parameter of weights, gradients and optimizer states.
+
+    Mixed precision keeps 16-bit weights for compute and an fp32 master copy counted with the
+    optimizer: AdamW = 2 + 2 + (4 master + 4 + 4 moments) = 16 bytes (ZeRO §3.1, K = 12).
+    8-bit Adam keeps two 1-byte moments (+ an fp32 absmax per 2048-block; Dettmers et al.
+    2022); SGD one fp32 momentum; Adafactor factored second moments (counted per matrix)."""
+    mixed = cfg.precision != "fp32"
+    w = 2.0 if mixed else 4.0
+    g = 4.0 if (cfg.grad_dtype == "fp32" or not mixed) else 2.0
+    master = 4.0 if mixed else 0.0
+    moments = {"adamw": 8.0, "adam": 8.0, "sgd": 4.0, "adam8bit": 2.0 + 8.0 / 2048,
+               "adafactor": 0.0}[cfg.optimizer]
+    return {"weights": w, "gradients": g, "optimizer": master + moments}
+
+
+def adafactor_factored_bytes(m: ModelSpec, params: float) -> float:
+    """Adafactor's factored second moment: rows + columns fp32 values per matrix (Shazeer &
+    Stern 2018 §3), taken for matrices of the model's typical shape d x intermediate_size."""
+    d, side = m.hidden_size, m.intermediate_size
+    return params * FP32 * (d + side) / (d * side)
+
+
+# ---- results -------------------------------------------------------------------------------
+
+@dataclass
+class MemoryResult:
+    """Per-GPU memory; `per_gpu` sums exactly to `total_bytes`."""
+
+    mode: str
+    per_gpu: dict[str, int]
+    other_items: dict[str, int]
+    capacity_bytes: int
+    device: str
+    assumptions: dict[str, object]
+    details: dict[str, object] = field(default_factory=dict)
+    max_batch: int | None = None
+    max_context: int | None = None
+    margin: float = 0.0
+    """share of capacity to keep free for a comfortable fit (inference: serving engines
+    reserve it; vLLM's gpu_memory_utilization defaults to 0.9)"""
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.per_gpu.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def fits_with_margin(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes * (1 - self.margin)
+
+    @property
+    def margin_bytes(self) -> int:
+        return self.capacity_bytes - self.total_bytes
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "mode": self.mode, "device": self.device, "per_gpu": dict(self.per_gpu),
+            "other_items": dict(self.other_items), "total_bytes": self.total_bytes,
+            "capacity_bytes": self.capacity_bytes, "fits": self.fits,
+            "fits_with_margin": self.fits_with_margin, "safety_margin": self.margin,
+            "margin_bytes": self.margin_bytes,
+            "utilization": self.total_bytes / self.capacity_bytes,
+            "assumptions": self.assumptions, **self.details,
+        }
+        if self.mode == "infer":
+            out["max_batch"] = self.max_batch
+            out["max_context"] = self.max_context
+        return out
+
+
+# ---- training -----------------------------------------------------------------------------
+
+def _impl(cfg: TrainConfig, device: Device) -> Impl:
+    return Impl(attention=cfg.attention, target="cpu" if device.kind == "cpu" else "cuda",
+                dtype=cfg.compute_dtype, matmul_dtype="fp8" if cfg.precision == "fp8-mixed"
+                else None, tp=cfg.tp, sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute,
+                dropout=cfg.dropout)
+
+
+def _saved_per_block(ops: OpList) -> dict[str, float]:
+    """Saved bytes of one layer of each block kind, and of the once-only parts."""
+    out: dict[str, float] = {}
+    for o in ops.phase("forward"):
+        key = o.layer if o.per_layer else ("embedding" if o.component == "embedding"
+                                           else "head")
+        per = o.saved_bytes if o.per_layer else o.total_saved_bytes
+        out[str(key)] = out.get(str(key), 0.0) + per
+    return out
+
+
+def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float]) -> float:
+    """Saved bytes of one micro-batch on a stage: its layers' blocks plus embedding/head."""
+    n_window = st.sliding_layers
+    total = (n_window * per_block.get(BLOCK_ATTN_WINDOW, 0.0)
+             + (st.layers - n_window) * per_block.get(BLOCK_ATTN, 0.0)
+             + st.dense_layers * per_block.get(BLOCK_MLP, 0.0)
+             + st.moe_layers * per_block.get(BLOCK_MOE, 0.0))
+    if st.has_embedding:
+        total += per_block.get("embedding", 0.0)
+    if st.has_head:
+        total += per_block.get("head", 0.0)
+    return total
+
+
+def in_flight(cfg: TrainConfig, stage: int) -> float:
+    """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
+    min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
+    et al. 2022 §4.2.3). Gradient accumulation without a pipeline: one at a time."""
+    if cfg.pp == 1:
+        return 1.0
+    micro = cfg.global_batch // (cfg.micro_batch * cfg.dp) if cfg.global_batch else cfg.pp
+    held = float(min(cfg.pp - stage, max(micro, 1)))
+    if cfg.virtual_stages > 1:
+        held *= 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages)
+    return held
+
+
+def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult:
+    """Peak memory per GPU of the fullest pipeline stage."""
+    validate(cfg)
+    impl = _impl(cfg, device)
+    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    per_block = _saved_per_block(ops)
+    full = (build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none"))
+            if cfg.recompute == "full" else ops)
+    full_block = _saved_per_block(full)
+    per_param = state_bytes_per_param(cfg)
+    shard = cfg.shard_group
+    z = cfg.zero_stage
+    loc = local_sizes(m, impl, cfg.seq_len)
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    rows = []
+    for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
+        p = st.params
+        weights = p * per_param["weights"] / (shard if z >= 3 else 1)
+        if cfg.precision == "fp8-mixed":  # fp8 copies of the matmul weights (Transformer Engine)
+            weights += st.matrix_params / (shard if z >= 3 else 1)
+        grads = p * per_param["gradients"] / (shard if z >= 2 else 1)
+        opt = p * per_param["optimizer"]
+        if cfg.optimizer == "adafactor":
+            opt += adafactor_factored_bytes(m, p)
+        opt = 0.0 if cfg.offload_optimizer else opt / (shard if z >= 1 else 1)
+        acts = stage_activation_bytes(m, st, per_block) * in_flight(cfg, st.index)
+        other = _train_other(m, cfg, st, full_block, loc.seq, loc.vocab, e, acts, z)
+        rows.append((st, weights, grads, opt, acts, other))
+    # the fullest stage sets the per-GPU requirement
+    st, weights, grads, opt, acts, other = max(
+        rows, key=lambda r: r[1] + r[2] + r[3] + r[4] + sum(r[5].values()))
+    per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
+               "activations": int(acts), "other": int(sum(other.values()))}
+    details: dict[str, object] = {
+        "stage": st.index, "stage_layers": st.layers, "params_per_gpu": int(st.params),
+        "bytes_per_param": per_param, "activation_micro_batches": in_flight(cfg, st.index),
+        "saved_activation_bytes_per_micro_batch": int(stage_activation_bytes(m, st, per_block)),
+        "stages": [{"stage": r[0].index, "layers": r[0].layers,
+                    "total_bytes": int(r[1] + r[2] + r[3] + r[4] + sum(r[5].values()))}
+                   for r in rows],
+        "grad_accum": cfg.grad_accum,
+        "note": "gradient accumulation does not change per-step memory: micro-batches run one "
+                "after another and gradients accumulate in place",
+    }
+    assumptions = _train_assumptions(cfg, device)
+    return MemoryResult("train", per_gpu, {k: int(v) for k, v in other.items()},
+                        device.memory_bytes, device.name, assumptions, details)
+
+
+def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str, float],
+                 seq_local: int, vocab_local: int, e: float, acts: float,
+                 z: int) -> dict[str, float]:
+    t = cfg.micro_batch * seq_local
+    items: dict[str, float] = {}
+    # backward of one layer: its recomputed activations (full recompute) plus the gradients
+    # flowing through it (about two of its largest tensors)
+    layer_full = max((v for k, v in full_block.items() if k.startswith("layer")), default=0.0)
+    widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
+                 m.hidden_size)
+    items["backward_working_set"] = 2 * t * widest * e + (
+        layer_full * 2 if cfg.recompute == "full" else 0.0)
+    if st.has_head:  # fp32 logits and their gradient during the loss backward
+        items["logits_and_loss"] = t * vocab_local * (FP32 + e)
+    if z >= 3:  # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in
+        # the compute dtype, plus one layer's unsharded gradients before reduce-scatter
+        layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
+                                                   else 0)) / cfg.tp
+        bpp = state_bytes_per_param(cfg)
+        items["gathered_parameters"] = layer_params * (2 * bpp["weights"] + bpp["gradients"])
+    elif cfg.dp > 1:
+        items["gradient_buckets"] = 2 * DDP_BUCKET_BYTES
+    if max(cfg.dp, cfg.tp, cfg.pp, cfg.cp, cfg.ep) > 1:
+        items["nccl_buffers"] = NCCL_BYTES
+    items["cuda_context"] = float(cfg.cuda_context_bytes)
+    dynamic = acts + items["backward_working_set"] + items.get("logits_and_loss", 0.0)
+    items["fragmentation"] = cfg.fragmentation * dynamic
+    return items
+
+
+def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
+    bpp = state_bytes_per_param(cfg)
+    return {
+        "precision": cfg.precision, "optimizer": cfg.optimizer,
+        "bytes_per_param": bpp, "bytes_per_param_total": sum(bpp.values()),
+        "gradients_dtype": "fp32" if bpp["gradients"] == 4 else "16-bit",
+        "zero_stage": cfg.zero_stage, "shard_group": cfg.shard_group,
+        "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
+                     "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
+        "recompute": cfg.recompute, "attention": cfg.attention,
+        "dropout_mask_bytes": 1 if device.kind != "cpu" else "activation dtype",
+        "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
+        "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
+        "capacity": "the vendor's memory figure (GB = 1e9 bytes)",
+    }
+
+
+# ---- inference ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InferConfig:
+    batch: int
+    context: int
+    """tokens per sequence held in the KV cache (prompt + generated)"""
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    tp: int = 1
+    prefill_chunk: int | None = None
+    """tokens processed in one prefill step (default: min(batch x context, 8192))"""
+    block_size: int | None = None
+    """paged KV cache block size in tokens (vLLM default 16); None = exact"""
+    margin: float = 0.10
+    """safety margin kept free when computing max_batch / max_context"""
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
+    fragmentation: float = 0.05
+
+
+def kv_cache_bytes(m: ModelSpec, cfg: InferConfig, batch: int, context: int) -> float:
+    """Per GPU: TP gives each GPU ceil(kv_heads / tp) heads; MLA's latent is replicated."""
+    tokens = context
+    if cfg.block_size:
+        tokens = math.ceil(context / cfg.block_size) * cfg.block_size
+    per_token = kv_bytes_per_token(m, cfg.kv_dtype)
+    if not m.is_mla:
+        per_token *= math.ceil(m.kv_heads / cfg.tp) / m.kv_heads
+    return batch * tokens * per_token
+
+
+def _workspace(m: ModelSpec, cfg: InferConfig, batch: int, context: int) -> float:
+    """Live activations of the largest prefill step: the residual stream and its normed copy,
+    the widest intermediate (QKV or the MLP's up/gate output and product), the logits."""
+    chunk = cfg.prefill_chunk or min(batch * context, 8192)
+    e = 2.0
+    h, kvh = m.num_heads // cfg.tp, max(1, math.ceil(m.kv_heads / cfg.tp))
+    qkv = (h + 2 * kvh) * m.head_size
+    ff = math.ceil((m.expert_size if m.is_moe else m.intermediate_size) / cfg.tp)
+    mlp = ff * (3 if m.mlp == "gated" else 1)
+    if m.is_moe:
+        mlp *= m.experts_per_token
+    return chunk * (2 * m.hidden_size + max(qkv, mlp)) * e + batch * m.vocab_size / cfg.tp * FP32
+
+
+def weight_bytes(m: ModelSpec, cfg: InferConfig) -> float:
+    st = stages(m, cfg.tp, 1, 1)[0]
+    wb = Impl(weight_dtype=cfg.weight_dtype).weight_bytes()
+    return st.matrix_params * wb + (st.params - st.matrix_params) * 2.0  # norms etc. in 16-bit
+
+
+def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult:
+    for f in ("batch", "context", "tp"):
+        v = getattr(cfg, f)
+        if not isinstance(v, int) or v < 1:
+            raise InputError(f, v, "a whole number >= 1")
+    for f, v in (("weight_dtype", cfg.weight_dtype), ("kv_dtype", cfg.kv_dtype)):
+        if v not in DTYPE_BYTES:
+            raise InputError(f, v, f"one of {', '.join(DTYPE_BYTES)}")
+    if m.num_heads % cfg.tp:
+        raise InputError("tp", cfg.tp, f"a divisor of num_heads ({m.num_heads})")
+
+    def total(batch: int, context: int) -> dict[str, float]:
+        w = weight_bytes(m, cfg)
+        kv = kv_cache_bytes(m, cfg, batch, context)
+        act = _workspace(m, cfg, batch, context)
+        other = {"cuda_context": float(cfg.cuda_context_bytes),
+                 "fragmentation": cfg.fragmentation * (kv + act)}
+        if cfg.tp > 1:
+            other["nccl_buffers"] = float(NCCL_BYTES)
+        return {"weights": w, "kv_cache": kv, "activations": act, **{
+            f"other.{k}": v for k, v in other.items()}}
+
+    parts = total(cfg.batch, cfg.context)
+    per_gpu = {k: int(v) for k, v in parts.items() if not k.startswith("other.")}
+    other = {k[6:]: int(v) for k, v in parts.items() if k.startswith("other.")}
+    per_gpu["other"] = sum(other.values())
+    budget = device.memory_bytes * (1 - cfg.margin)
+
+    def fits(batch: int, context: int) -> bool:
+        return sum(total(batch, context).values()) <= budget
+
+    max_batch = _largest(lambda b: fits(b, cfg.context), 1 << 20)
+    max_context = _largest(lambda c: fits(cfg.batch, c), 1 << 24)
+    details: dict[str, object] = {
+        "kv_bytes_per_token": kv_bytes_per_token(m, cfg.kv_dtype)
+        * (1 if m.is_mla else math.ceil(m.kv_heads / cfg.tp) / m.kv_heads),
+        "kv_bytes_per_token_all_gpus": kv_bytes_per_token(m, cfg.kv_dtype),
+        "weight_bytes_per_param": Impl(weight_dtype=cfg.weight_dtype).weight_bytes(),
+    }
+    assumptions: dict[str, object] = {
+        "weight_dtype": cfg.weight_dtype, "kv_dtype": cfg.kv_dtype, "tp": cfg.tp,
+        "group_scales": "fp16 scale per 128 weights for int4/int8/fp4",
+        "prefill_chunk": cfg.prefill_chunk or min(cfg.batch * cfg.context, 8192),
+        "kv_block_size": cfg.block_size, "safety_margin": cfg.margin,
+        "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
+        "capacity": "the vendor's memory figure (GB = 1e9 bytes)",
+    }
+    return MemoryResult("infer", per_gpu, other, device.memory_bytes, device.name, assumptions,
+                        details, max_batch=max_batch, max_context=max_context,
+                        margin=cfg.margin)
+
+
+def _largest(ok: Callable[[int], bool], limit: int) -> int:
+    """Largest n in [1, limit] with ok(n) (ok is monotone), 0 if none."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
