@@ -40,6 +40,8 @@ class Ctx:
     """bytes per weight element read by matmuls (quantized inference reads fewer)"""
     fused: bool = False
     """norms, activations and RoPE as single fused kernels (torch.compile / Megatron / vLLM)"""
+    cpu: bool = False
+    """PyTorch CPU kernels (LayerNorm statistics in the input dtype, not fp32)"""
     count: int = 1
     layer: str | None = None
     component: str = "other"
@@ -123,10 +125,11 @@ def dropout(c: Ctx, name: str, elems: float, p: float) -> None:
 
 
 def layernorm(c: Ctx, name: str, rows: float, d: int, bias: bool = True) -> None:
-    """LayerNorm (native kernel): keeps its input and fp32 mean and rstd per row (Ba et al. 2016)."""
+    """LayerNorm (native kernel): keeps its input and the mean and rstd per row (Ba et al.
+    2016); fp32 statistics on GPUs, the input dtype on the CPU."""
     e = c.e
     params = d * c.weight_bytes * (2 if bias else 1)
-    stats = 2 * rows * FP32
+    stats = 2 * rows * (e if c.cpu else FP32)
     c.op(name, "norm", 5 * rows * d, rows * d * e + params, rows * d * e + stats,
          saved=rows * d * e + stats, shape=f"{int(rows)}x{d}")
     if c.train:
@@ -218,6 +221,7 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
         inner = Ctx(phase=c.phase, dtype="fp32", e=internal_bytes, train=c.train,
                     mask_bytes=internal_bytes if c.mask_bytes != 1 else 1,
                     grad_bytes=c.grad_bytes, weight_bytes=c.weight_bytes, fused=c.fused,
+                    cpu=c.cpu,
                     count=c.count, layer=c.layer, component=c.component, prefix=c.prefix,
                     fwd=c.fwd, bwd=c.bwd)
         n_in = b * s * h * (2 * dqk + dv)

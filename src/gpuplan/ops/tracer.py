@@ -159,6 +159,10 @@ class _Recorder(TorchDispatchMode):
             out = _grouped_mm_meta(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
+        if (name == "native_layer_norm" and self.t.target == "cpu"
+                and args[0].dtype in (torch.bfloat16, torch.float16)):
+            # the CPU kernel returns mean/rstd in the input dtype; the meta kernel in fp32
+            out = (out[0], out[1].to(args[0].dtype), out[2].to(args[0].dtype))
         if name in VIEW_OPS:
             return out
         self.t.record(name, args, kwargs, out)
@@ -247,7 +251,11 @@ class _Tracer:
         dtype = dtype_name(ref.dtype) if ref is not None else "fp32"
         useful = None
         if kind == "attention" and self._is_causal(name, args, kwargs):
-            useful = flops / 2
+            q = args[1] if name.endswith("_backward") else args[0]
+            k = args[2] if name.endswith("_backward") else args[1]
+            sq, sk = q.shape[-2], k.shape[-2]
+            # query i attends to i + 1 keys: (s + 1) / 2 on average (as the analytic builder)
+            useful = flops * (sq + 1) / (2 * sk) if sq == sk else flops / 2
         shapes = ", ".join("x".join(map(str, t.shape)) for t in ins[:3])
         ev = _Event(path, name, phase, kind, dtype, float(flops), read, written, shapes,
                     useful=useful, counted=counted)
@@ -366,10 +374,15 @@ def _module_hooks(module: torch.nn.Module, tracer: _Tracer) -> Iterator[None]:
             h.remove()
 
 
-def _to_meta(x: Any) -> Any:
+def _to_meta(x: Any, memo: dict[int, torch.Tensor]) -> Any:
+    """Meta copies of CPU tensors; one tensor passed twice (input_ids=ids, labels=ids) stays
+    one storage."""
+
     def conv(t: Any) -> Any:
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
-            return torch.empty_like(t, device="meta").requires_grad_(t.requires_grad)
+            if id(t) not in memo:
+                memo[id(t)] = torch.empty_like(t, device="meta").requires_grad_(t.requires_grad)
+            return memo[id(t)]
         return t
 
     return tree_map(conv, x)
@@ -415,7 +428,8 @@ def trace(module: torch.nn.Module, *example_inputs: Any, train: bool = True,
         param_count += p.numel()
     for name, b in module.named_buffers():
         params[name] = b if b.device.type == "meta" else torch.empty_like(b, device="meta")
-    args, kwargs = _to_meta(example_inputs), _to_meta(example_kwargs)
+    memo: dict[int, torch.Tensor] = {}
+    args, kwargs = _to_meta(example_inputs, memo), _to_meta(example_kwargs, memo)
     was_training = module.training
     module.train(train)
     try:

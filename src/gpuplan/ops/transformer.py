@@ -125,7 +125,8 @@ def _ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
     return Ctx(phase=phase, dtype=impl.matmul_dtype or impl.dtype, e=e, train=train,
                mask_bytes=1 if impl.target == "cuda" else e,
                grad_bytes=DTYPE_BYTES[impl.grad_dtype or impl.dtype],
-               weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused)
+               weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused,
+               cpu=impl.target == "cpu")
 
 
 def _useful_keys(s: int, window: int | None, causal: bool) -> float:
@@ -258,8 +259,9 @@ def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     blocks.elementwise(c, "moe.experts.gate_mul", rows * ff, 2 * rows * ff,
                        saved=2 * rows * ff * e, grad_inputs=2)
     blocks.linear(c, "moe.experts.down", rows, ff, d, weight_rows=ff * touched)
-    blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows, saved=rows * d * e,
-                       kind="elementwise")
+    # combine: expert outputs x routing weights (both kept), scattered back to tokens
+    blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
+                       saved=rows * d * e + rows * FP32, kind="elementwise")
     if m.num_shared_experts:
         _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
 
@@ -335,7 +337,8 @@ def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
     return Ctx(phase=ctx.phase, dtype=ctx.dtype, e=ctx.e, train=ctx.train,
                mask_bytes=ctx.mask_bytes, grad_bytes=ctx.grad_bytes,
-               weight_bytes=ctx.weight_bytes, fused=ctx.fused, count=count, layer=layer,
+               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu, count=count,
+               layer=layer,
                component=ctx.component, prefix="layers.")
 
 
@@ -351,11 +354,15 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     t, d = b * s, m.hidden_size
     c.component = "embedding"
     blocks.embedding(c, "embed.tokens", t, loc.vocab if loc else m.vocab_size, d, t)
+    # HF BERT slices its registered position_ids buffer (the whole buffer stays saved);
+    # GPT-2 builds position ids with arange
+    buffered = m.family == "bert"
     if m.position == "learned":
-        blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d, s)
+        blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d,
+                         m.max_position_embeddings if buffered else s)
         blocks.elementwise(c, "embed.add", t * d, t * d + s * d, grad_inputs=2)
     if m.type_vocab_size:
-        blocks.embedding(c, "embed.token_types", t, m.type_vocab_size, d, t)
+        blocks.embedding(c, "embed.token_types", t, m.type_vocab_size, d, s if buffered else t)
         blocks.elementwise(c, "embed.add_types", t * d, 2 * t * d, grad_inputs=2)
     if m.embedding_norm:
         blocks.layernorm(c, "embed.norm", t, d)

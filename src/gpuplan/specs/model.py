@@ -260,6 +260,33 @@ class ModelSpec(BaseModel):
             return self.params()
         return self.params() - self.num_moe_layers * (self.moe_params() - self.moe_active_params())
 
+    def param_tensors(self) -> int:
+        """Number of parameter tensors in the Hugging Face module layout (optimizers keep a
+        per-tensor step counter). Fused layouts: GPT-2 c_attn, Phi-3 qkv_proj/gate_up_proj,
+        MoE experts as two stacked tensors (transformers >= 5)."""
+        ln = 2 if self.norm == "layernorm" else 1
+        fused_qkv = self.family in ("gpt2", "phi3")
+        if self.is_mla:
+            attn = (3 if self.q_lora_rank else 1) + 3 + 1 + (3 if self.qkv_bias else 0)
+        elif fused_qkv:
+            attn = 2 + (1 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
+        else:
+            attn = 4 + (3 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
+        gated_fused = self.family == "phi3"
+        mlp = (2 if gated_fused else 3) if self.mlp == "gated" else 2
+        mlp += mlp if self.mlp_bias else 0
+        moe = 1 + 2 + (3 + (1 if self.shared_expert_gate else 0) if self.num_shared_experts
+                       else 0)
+        per_layer = attn + self.norms_per_layer * ln
+        n = self.num_dense_layers * (per_layer + mlp) + self.num_moe_layers * (per_layer + moe)
+        n += 1 + (1 if self.position == "learned" else 0) + (1 if self.type_vocab_size else 0)
+        n += ln if self.embedding_norm else 0
+        n += ln if self.final_norm else 0
+        n += 0 if self.tie_embeddings else 1
+        n += 2 if self.pooler else 0
+        n += 2 + ln + 1 if self.mlm_head else 0
+        return n
+
     def non_embedding_params(self) -> int:
         """Parameters outside the token/position embeddings (Kaplan et al. 2020 convention)."""
         return self.params() - self.embedding_params()
