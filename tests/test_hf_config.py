@@ -73,6 +73,13 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
       "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
       "mlp_only_layers": [0], "qkv_bias": False}),
     ("deepseek-v3-q-lora", "DeepseekV3Config", {**MLA, "q_lora_rank": 24}),
+    ("opt", "OPTConfig",
+     {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "ffn_dim": 256,
+      "num_attention_heads": 4, "max_position_embeddings": 128, "pad_token_id": 1}),
+    ("opt-nobias-untied", "OPTConfig",
+     {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "ffn_dim": 128,
+      "num_attention_heads": 4, "max_position_embeddings": 64, "enable_bias": False,
+      "tie_word_embeddings": False, "pad_token_id": 1}),
     ("deepseek-v3-no-q-lora", "DeepseekV3Config",
      {**MLA, "q_lora_rank": None, "n_shared_experts": 2}),
     ("deepseek-v3-no-q-lora-bias", "DeepseekV3Config",
@@ -109,6 +116,20 @@ def _hf_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
+def _hf_tensor_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
+    """Parameter tensors of the real model (optimizers keep a step counter per tensor)."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    cfg = getattr(transformers, cls_name)(**cfg_dict)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        if cfg.model_type == "bert":
+            model = transformers.BertForMaskedLM(cfg)
+        else:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+    return len(list(model.parameters()))
+
+
 def _config_dicts(cls_name: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(full to_dict(), minimal dict without the keys equal to the class defaults)."""
     transformers = pytest.importorskip("transformers")
@@ -135,6 +156,7 @@ def test_params_match_transformers(
         assert spec.name == case
         assert spec.family == full["model_type"]
         assert spec.params() == expected, (variant, spec.params_breakdown())
+        assert spec.param_tensors() == _hf_tensor_count(cls_name, full)
         assert sum(spec.params_breakdown().values()) == spec.params()
 
 

@@ -50,6 +50,7 @@ EXPECTED_PARAMS: dict[str, int] = {
     # Gemma 2 (4 norms per layer, head_dim 256/128, tied)
     "gemma-2-9b": 9_241_705_984,
     "gemma-2-27b": 27_227_128_320,  # HF meta build
+    "opt-13b": 12_853_473_280,  # HF meta build (OPTForCausalLM; 2 extra position rows)
     # Phi-3 mini 4k (fused qkv / gate_up in HF; same count)
     "phi-3-mini": 3_821_079_552,  # HF meta build
     # BERT as BertForMaskedLM (no pooler, MLM head); HF meta build

@@ -163,6 +163,8 @@ def register(app: typer.Typer) -> None:
         False,
         offload_optimizer: Annotated[bool, typer.Option("--offload-optimizer")] = False,
         no_dropout: Annotated[bool, typer.Option("--no-dropout")] = False,
+        target: Annotated[str, typer.Option(
+            "--target", help="whose kernels: auto (the device's), cpu or cuda")] = "auto",
         batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="infer: sequences")] = 1,
         context: Annotated[int, typer.Option("--context", min=1, help="infer: tokens each")] =
         4096,
@@ -189,6 +191,8 @@ def register(app: typer.Typer) -> None:
 
         if attention not in ("flash", "naive"):
             raise InputError("--attention", attention, "flash or naive")
+        if target not in ("auto", "cpu", "cuda"):
+            raise InputError("--target", target, "auto, cpu or cuda")
         m, d = get_model(model), get_device(gpu)
         ctx_bytes = int(context_overhead_gb * 1e9) if d.kind != "cpu" else 0
         if mode is Mode.train:
@@ -199,6 +203,7 @@ def register(app: typer.Typer) -> None:
                 recompute=recompute.value, attention=attention,  # type: ignore[arg-type]
                 grad_dtype="fp32" if grad_fp32 else "auto", offload_optimizer=offload_optimizer,
                 global_batch=global_batch, dropout=not no_dropout, cuda_context_bytes=ctx_bytes,
+                target=target,  # type: ignore[arg-type]
                 fragmentation=0.10 if fragmentation is None else fragmentation)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))

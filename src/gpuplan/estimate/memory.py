@@ -83,6 +83,8 @@ class TrainConfig:
     dropout: bool = True
     cuda_context_bytes: int = CUDA_CONTEXT_BYTES
     fragmentation: float = FRAGMENTATION
+    target: Literal["auto", "cpu", "cuda"] = "auto"
+    """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
 
     @property
     def grad_accum(self) -> int:
@@ -146,6 +148,34 @@ def adafactor_factored_bytes(m: ModelSpec, params: float) -> float:
     return params * FP32 * (d + side) / (d * side)
 
 
+STEP_COUNTER_BYTES = 4
+"""torch.optim Adam/AdamW keep a 0-dim fp32 `step` tensor per parameter tensor"""
+
+
+def model_state_bytes(m: ModelSpec, cfg: TrainConfig, params: float, matrix_params: float,
+                      tensors: float) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes on one GPU holding `params` parameters.
+
+    ZeRO (Rajbhandari et al. 2020 §5.1-5.3): stage 1 shards the optimizer states, stage 2
+    also the gradients, stage 3 also the weights, over the shard group (the data-parallel
+    GPUs; FSDP hybrid: the GPUs of one sharding group)."""
+    bpp = state_bytes_per_param(cfg)
+    shard, z = cfg.shard_group, cfg.zero_stage
+    weights = params * bpp["weights"]
+    if cfg.precision == "fp8-mixed":  # fp8 copies of the matmul weights (Transformer Engine)
+        weights += matrix_params
+    grads = params * bpp["gradients"]
+    opt = params * bpp["optimizer"]
+    if cfg.optimizer == "adafactor":
+        opt += adafactor_factored_bytes(m, params)
+    if cfg.optimizer in ("adam", "adamw"):
+        opt += tensors * STEP_COUNTER_BYTES
+    if cfg.offload_optimizer:
+        opt = 0.0
+    return (weights / (shard if z >= 3 else 1), grads / (shard if z >= 2 else 1),
+            opt / (shard if z >= 1 else 1))
+
+
 # ---- results -------------------------------------------------------------------------------
 
 @dataclass
@@ -200,7 +230,8 @@ class MemoryResult:
 # ---- training -----------------------------------------------------------------------------
 
 def _impl(cfg: TrainConfig, device: Device) -> Impl:
-    return Impl(attention=cfg.attention, target="cpu" if device.kind == "cpu" else "cuda",
+    target = cfg.target if cfg.target != "auto" else ("cpu" if device.kind == "cpu" else "cuda")
+    return Impl(attention=cfg.attention, target=target,
                 dtype=cfg.compute_dtype, matmul_dtype="fp8" if cfg.precision == "fp8-mixed"
                 else None, tp=cfg.tp, sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute,
                 dropout=cfg.dropout)
@@ -254,21 +285,13 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
             if cfg.recompute == "full" else ops)
     full_block = _saved_per_block(full)
     per_param = state_bytes_per_param(cfg)
-    shard = cfg.shard_group
     z = cfg.zero_stage
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
     rows = []
     for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
-        p = st.params
-        weights = p * per_param["weights"] / (shard if z >= 3 else 1)
-        if cfg.precision == "fp8-mixed":  # fp8 copies of the matmul weights (Transformer Engine)
-            weights += st.matrix_params / (shard if z >= 3 else 1)
-        grads = p * per_param["gradients"] / (shard if z >= 2 else 1)
-        opt = p * per_param["optimizer"]
-        if cfg.optimizer == "adafactor":
-            opt += adafactor_factored_bytes(m, p)
-        opt = 0.0 if cfg.offload_optimizer else opt / (shard if z >= 1 else 1)
+        tensors = m.param_tensors() * st.params / m.params()
+        weights, grads, opt = model_state_bytes(m, cfg, st.params, st.matrix_params, tensors)
         acts = stage_activation_bytes(m, st, per_block) * in_flight(cfg, st.index)
         other = _train_other(m, cfg, st, full_block, loc.seq, loc.vocab, e, acts, z)
         rows.append((st, weights, grads, opt, acts, other))
@@ -333,7 +356,8 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
                      "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
         "recompute": cfg.recompute, "attention": cfg.attention,
-        "dropout_mask_bytes": 1 if device.kind != "cpu" else "activation dtype",
+        "kernels": _impl(cfg, device).target,
+        "dropout_mask_bytes": 1 if _impl(cfg, device).target == "cuda" else "activation dtype",
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": "the vendor's memory figure (GB = 1e9 bytes)",

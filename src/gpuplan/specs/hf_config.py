@@ -453,6 +453,37 @@ def _bert(f: _Fields) -> dict[str, Any]:
     }
 
 
+def _opt(f: _Fields) -> dict[str, Any]:
+    d = f.integer("hidden_size")
+    proj = f.integer("word_embed_proj_dim", d)
+    if proj != d:
+        raise f.bad("word_embed_proj_dim", proj, f"equal to hidden_size ({d}); OPT-350m's "
+                    "projected embeddings are not supported")
+    if not f.flag("do_layer_norm_before", True):
+        raise f.bad("do_layer_norm_before", False, "true (post-norm OPT is not supported)")
+    bias = f.flag("enable_bias", True)
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": d,
+        "num_layers": f.integer("num_hidden_layers"),
+        "num_heads": f.integer("num_attention_heads"),
+        "intermediate_size": f.integer("ffn_dim"),
+        "mlp": "plain",
+        "activation": f.activation("activation_function", "relu"),
+        "norm": "layernorm",
+        "position": "learned",
+        "max_position_embeddings": f.integer("max_position_embeddings", 2048),
+        "position_offset": 2,  # OPTLearnedPositionalEmbedding keeps 2 extra rows
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "mlp_bias": bias,
+        "hidden_dropout": f.number("dropout", 0.1),
+        "attention_dropout": f.number("attention_dropout", 0.0),
+    }
+
+
 _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "bert": _bert,
     "deepseek_v3": _deepseek_v3,
@@ -462,6 +493,7 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "llama": _llama,
     "mistral": _mistral,
     "mixtral": _mixtral,
+    "opt": _opt,
     "phi3": _phi3,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,

@@ -44,6 +44,7 @@ class ModelSpec(BaseModel):
     norms_per_layer: int = Field(default=2, ge=1, le=4, description="Gemma 2 sandwich norms: 4")
     position: Literal["learned", "rope", "none"] = "rope"
     max_position_embeddings: int = Field(default=2048, gt=0)
+    position_offset: int = Field(default=0, ge=0, description="extra position rows (OPT: 2)")
     tie_embeddings: bool = Field(default=False, description="LM head shares the embedding matrix")
     qkv_bias: bool = Field(default=False, description="bias on Q, K, V projections")
     out_bias: bool = Field(default=False, description="bias on the attention output projection")
@@ -218,7 +219,7 @@ class ModelSpec(BaseModel):
         d = self.hidden_size
         n = self.vocab_size * d
         if self.position == "learned":
-            n += self.max_position_embeddings * d
+            n += (self.max_position_embeddings + self.position_offset) * d
         n += self.type_vocab_size * d
         if self.embedding_norm:
             n += self.norm_params()
@@ -267,7 +268,8 @@ class ModelSpec(BaseModel):
         ln = 2 if self.norm == "layernorm" else 1
         fused_qkv = self.family in ("gpt2", "phi3")
         if self.is_mla:
-            attn = (3 if self.q_lora_rank else 1) + 3 + 1 + (3 if self.qkv_bias else 0)
+            attn = (3 if self.q_lora_rank else 1) + 3 + 1
+            attn += ((3 if self.q_lora_rank else 2) if self.qkv_bias else 0)  # q_a, kv_a, o biases
         elif fused_qkv:
             attn = 2 + (1 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
         else:
