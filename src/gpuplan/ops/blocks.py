@@ -294,16 +294,18 @@ def embedding(c: Ctx, name: str, tokens: float, vocab: int, d: int, index_rows: 
              vocab * d * c.grad_bytes, shape=f"{int(tokens)} into {vocab}x{d}", backward=True)
 
 
-def cross_entropy(c: Ctx, tokens: float, vocab: int) -> None:
+def cross_entropy(c: Ctx, tokens: float, vocab: int, target_rows: float | None = None) -> None:
     """HF causal-LM loss: logits upcast to fp32, log_softmax (keeps its fp32 output), NLL
-    (keeps the targets and the total weight)."""
+    (keeps the targets and the total weight). `target_rows`: int64 labels kept (HF pads the
+    labels by one and shifts; at batch 1 the shifted view keeps the padded storage)."""
     n = tokens * vocab
     cast = c.e != FP32
     c.op("loss.log_softmax", "softmax", 5 * n, n * c.e + (n * FP32 if cast else 0),
          n * FP32 + (n * FP32 if cast else 0), saved=n * FP32, kernels=2 if cast else 1,
          dtype="fp32", shape=f"{int(tokens)}x{vocab}")
+    rows = tokens if target_rows is None else target_rows
     c.op("loss.nll", "loss", n, n * FP32 + tokens * INDEX, FP32,
-         saved=tokens * INDEX + FP32, dtype="fp32", shape=f"{int(tokens)}")
+         saved=rows * INDEX + FP32, dtype="fp32", shape=f"{int(tokens)}")
     if c.train:
         c.op("loss.nll", "loss", tokens, tokens * INDEX + FP32, n * FP32, dtype="fp32",
              backward=True, shape=f"{int(tokens)}")

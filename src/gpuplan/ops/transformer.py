@@ -180,10 +180,17 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     useful = _useful_keys(seq_len, window, m.causal)
     cpu_math = impl.attention == "flash" and impl.target == "cpu" and (p_attn > 0 or dqk != dv)
     if impl.attention == "naive" or cpu_math:
+        start = len(c.fwd)
         blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
                                softmax_fp32=m.family in _SOFTMAX_FP32_FAMILIES,
                                internal_bytes=FP32 if cpu_math else None, sk=seq_len,
                                selective=impl.recompute == "selective")
+        if b == 1 and m.family in _FUSED_QKV_FAMILIES and m.position != "rope" and not cpu_math:
+            # at batch 1 the eager matmul reshapes q without a copy: q stays a view of the
+            # fused QKV output, which is then kept whole
+            i = next(i for i in range(start, len(c.fwd)) if c.fwd[i].name.endswith("scores"))
+            c.fwd[i] = replace(c.fwd[i], saved_bytes=c.fwd[i].saved_bytes
+                               + t * hkv * (dqk + dv) * e)
         # output (b, h, s, d) transposed to (b, s, h·d): a copy the output projection keeps
         blocks.elementwise(c, "attn.transpose", t * h * dv, t * h * dv, kind="copy",
                            flops_per_elem=0.0)
@@ -375,7 +382,7 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
 
 
 def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
-          loc: Local | None = None) -> None:
+          loc: Local | None = None, batch: int = 0) -> None:
     d = m.hidden_size
     rep = loc.rep if loc else 1.0
     vocab = loc.vocab if loc else m.vocab_size
@@ -400,7 +407,7 @@ def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
                 c.op("loss.nll", "loss", t, t * INDEX, n * c.e, backward=True)
                 c.op("loss.log_softmax", "softmax", 3 * n, 2 * n * c.e, n * c.e, backward=True)
         else:
-            blocks.cross_entropy(c, t, vocab)
+            blocks.cross_entropy(c, t, vocab, target_rows=t + 1 if batch == 1 else t)
 
 
 def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = None) -> OpList:
@@ -415,7 +422,7 @@ def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = N
     _layers(c, m, impl, batch, seq_len, m.hidden_dropout if drop else 0.0,
             m.attention_dropout if drop else 0.0)
     t = batch * loc.seq
-    _head(c, m, t, t, loss=True, loc=loc)
+    _head(c, m, t, t, loss=True, loc=loc, batch=batch)
     return OpList(tuple(c.fwd) + tuple(reversed(c.bwd)))
 
 
