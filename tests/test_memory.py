@@ -265,3 +265,21 @@ def test_spec_equals_traced_module_path():
     r = train_memory(spec, CPU, TrainConfig(micro_batch=2, seq_len=64, precision="fp32"))
     assert r.per_gpu["activations"] == t.saved_activation_bytes
     assert r.per_gpu["weights"] == t.param_bytes
+
+
+def test_traced_module_memory_equals_real_step():
+    """Python API: the memory of a traced torch module, against a real CPU AdamW step."""
+    torch = pytest.importorskip("torch")
+    import gpuplan
+    from gpuplan.estimate.memory import train_memory_from_trace
+
+    spec, real = _real_step("LlamaConfig", LLAMA, 2, 32, "sdpa")
+    transformers = pytest.importorskip("transformers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    ids = torch.randint(0, 500, (2, 32))
+    t = gpuplan.trace(model, input_ids=ids, labels=ids)
+    r = train_memory_from_trace(t, CPU, TrainConfig(micro_batch=2, seq_len=32, precision="fp32"))
+    for k in ("weights", "gradients", "optimizer", "activations"):
+        assert r.per_gpu[k] == real[k], k

@@ -19,7 +19,8 @@ from gpuplan.errors import InputError
 
 Kind = Literal["bytes", "bytes_per_s", "flops", "flops_per_s", "seconds", "watts", "usd", "usd_per_hour"]
 
-DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Z": 1e21, "Y": 1e24}
 BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
@@ -112,14 +113,22 @@ def parse_bytes(text: str | float | int, field: str = "bytes") -> int:
     return round(parse(text, "bytes", field))
 
 
+def _sig(x: float, digits: int) -> str:
+    """`digits` significant digits, never in exponent notation."""
+    if abs(x) >= 10**digits:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
 def _scaled(value: float, prefixes: list[tuple[str, float]], digits: int) -> tuple[str, str]:
     for prefix, scale in prefixes:
         if abs(value) >= scale:
-            return f"{value / scale:.{digits}g}", prefix
-    return f"{value:.{digits}g}", ""
+            return _sig(value / scale, digits), prefix
+    return _sig(value, digits), ""
 
 
-_DEC = [("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)]
+_DEC = [("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9),
+        ("M", 1e6), ("k", 1e3)]
 _BIN = [("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10)]
 
 
@@ -154,8 +163,8 @@ def format_seconds(s: float, digits: int = 3) -> str:
     for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"),
                                (120.0, 1.0, "s"), (7200.0, 60.0, "min"), (172800.0, 3600.0, "h")):
         if a < limit:
-            return f"{s / scale:.{digits}g} {unit}"
-    return f"{s / 86400.0:.{digits}g} days"
+            return f"{_sig(s / scale, digits)} {unit}"
+    return f"{_sig(s / 86400.0, digits)} days"
 
 
 def format_usd(x: float) -> str:
@@ -169,5 +178,5 @@ def format_count(n: float) -> str:
     """Parameter and token counts: '6.74B', '124M', '8.0k'."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= scale:
-            return f"{n / scale:.3g}{suffix}"
-    return f"{n:g}"
+            return f"{_sig(n / scale, 3)}{suffix}"
+    return _sig(n, 3)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.partition import Stage, stages
@@ -35,6 +35,15 @@ from gpuplan.ops.transformer import (
 )
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+
+class TracedModel(Protocol):
+    """What the memory planner needs from gpuplan.trace (the torch-side Trace object)."""
+
+    param_count: int
+    param_tensors: int
+    saved_activation_bytes: int
+    ops: OpList
+
 
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
 Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor"]
@@ -152,8 +161,8 @@ STEP_COUNTER_BYTES = 4
 """torch.optim Adam/AdamW keep a 0-dim fp32 `step` tensor per parameter tensor"""
 
 
-def model_state_bytes(m: ModelSpec, cfg: TrainConfig, params: float, matrix_params: float,
-                      tensors: float) -> tuple[float, float, float]:
+def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: float,
+                      matrix_params: float, tensors: float) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes on one GPU holding `params` parameters.
 
     ZeRO (Rajbhandari et al. 2020 §5.1-5.3): stage 1 shards the optimizer states, stage 2
@@ -166,7 +175,7 @@ def model_state_bytes(m: ModelSpec, cfg: TrainConfig, params: float, matrix_para
         weights += matrix_params
     grads = params * bpp["gradients"]
     opt = params * bpp["optimizer"]
-    if cfg.optimizer == "adafactor":
+    if cfg.optimizer == "adafactor" and m is not None:
         opt += adafactor_factored_bytes(m, params)
     if cfg.optimizer in ("adam", "adamw"):
         opt += tensors * STEP_COUNTER_BYTES
@@ -362,6 +371,28 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": "the vendor's memory figure (GB = 1e9 bytes)",
     }
+
+
+def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig) -> MemoryResult:
+    """Memory of a traced torch module (gpuplan.trace with train=True) trained with `cfg`.
+
+    Model states follow the same bytes-per-parameter table; activations are the bytes the
+    trace saw autograd keep (at the traced batch, dtype and kernels); other = CUDA context,
+    the module's largest op output twice (backward working set) and fragmentation. No model
+    parallelism (the trace is of the whole module); ZeRO/FSDP sharding applies."""
+    validate(cfg)
+    weights, grads, opt = model_state_bytes(None, cfg, trace.param_count, trace.param_count,
+                                            trace.param_tensors)
+    acts = float(trace.saved_activation_bytes)
+    widest = max((o.bytes_written for o in trace.ops.phase("forward")), default=0.0)
+    other = {"backward_working_set": 2 * widest,
+             "cuda_context": float(cfg.cuda_context_bytes if device.kind != "cpu" else 0)}
+    other["fragmentation"] = cfg.fragmentation * (acts + other["backward_working_set"])
+    per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
+               "activations": int(acts), "other": int(sum(other.values()))}
+    return MemoryResult("train", per_gpu, {k: int(v) for k, v in other.items()},
+                        device.memory_bytes, device.name, _train_assumptions(cfg, device),
+                        {"params_per_gpu": trace.param_count, "source": "traced module"})
 
 
 # ---- inference ----------------------------------------------------------------------------

@@ -130,6 +130,7 @@ class Trace:
     param_bytes: int
     param_count: int
     saved_activation_bytes: int
+    param_tensors: int
     ops: OpList
     modules: dict[str, ModuleStats]
     uncounted_ops: dict[str, int] = field(default_factory=dict)
@@ -417,6 +418,7 @@ def trace(module: torch.nn.Module, *example_inputs: Any, train: bool = True,
     tracer = _Tracer(target)
     params: dict[str, torch.Tensor] = {}
     param_bytes = param_count = 0
+    param_tensors = 0
     for name, p in module.named_parameters():
         mp = p if p.device.type == "meta" else torch.nn.Parameter(
             torch.empty_like(p, device="meta"), requires_grad=p.requires_grad)
@@ -426,6 +428,7 @@ def trace(module: torch.nn.Module, *example_inputs: Any, train: bool = True,
         tracer.param_keys.add(_storage_key(mp))
         param_bytes += p.numel() * p.element_size()
         param_count += p.numel()
+        param_tensors += 1
     for name, b in module.named_buffers():
         params[name] = b if b.device.type == "meta" else torch.empty_like(b, device="meta")
     memo: dict[int, torch.Tensor] = {}
@@ -444,7 +447,7 @@ def trace(module: torch.nn.Module, *example_inputs: Any, train: bool = True,
                 torch.autograd.backward(roots, grads)
     finally:
         module.train(was_training)
-    return _result(tracer, module, param_bytes, param_count)
+    return _result(tracer, module, param_bytes, param_count, param_tensors)
 
 
 def _prefixes(path: str) -> list[str]:
@@ -453,7 +456,8 @@ def _prefixes(path: str) -> list[str]:
     return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _result(tracer: _Tracer, module: torch.nn.Module, param_bytes: int, param_count: int) -> Trace:
+def _result(tracer: _Tracer, module: torch.nn.Module, param_bytes: int, param_count: int,
+            param_tensors: int) -> Trace:
     ops = tracer.ops()
     fwd, bwd = ops.phase("forward"), ops.phase("backward")
     modules: dict[str, ModuleStats] = defaultdict(ModuleStats)
@@ -474,6 +478,7 @@ def _result(tracer: _Tracer, module: torch.nn.Module, param_bytes: int, param_co
         forward_flops=fwd.flops(matmul_only=True), backward_flops=bwd.flops(matmul_only=True),
         forward_flops_all=fwd.flops(), useful_forward_flops=fwd.useful_flops(matmul_only=True),
         param_bytes=param_bytes, param_count=param_count,
-        saved_activation_bytes=int(sum(tracer.saved.values())), ops=ops,
+        saved_activation_bytes=int(sum(tracer.saved.values())), param_tensors=param_tensors,
+        ops=ops,
         modules=dict(modules), uncounted_ops=dict(tracer.uncounted), target=tracer.target,
     )
