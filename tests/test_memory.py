@@ -273,7 +273,7 @@ def test_traced_module_memory_equals_real_step():
     import gpuplan
     from gpuplan.estimate.memory import train_memory_from_trace
 
-    spec, real = _real_step("LlamaConfig", LLAMA, 2, 32, "sdpa")
+    _, real = _real_step("LlamaConfig", LLAMA, 2, 32, "sdpa")
     transformers = pytest.importorskip("transformers")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

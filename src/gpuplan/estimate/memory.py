@@ -36,6 +36,7 @@ from gpuplan.ops.transformer import (
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
 
+
 class TracedModel(Protocol):
     """What the memory planner needs from gpuplan.trace (the torch-side Trace object)."""
 
