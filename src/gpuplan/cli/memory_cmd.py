@@ -158,6 +158,8 @@ def register(app: typer.Typer) -> None:
         recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
         RecomputeChoice.none,
         attention: Annotated[str, typer.Option("--attention", help="flash or naive")] = "flash",
+        fused: Annotated[bool, typer.Option(
+            "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
         grad_fp32: Annotated[bool, typer.Option(
             "--grad-fp32", help="keep/accumulate gradients in fp32 (Megatron main_grad)")] =
         False,
@@ -203,7 +205,7 @@ def register(app: typer.Typer) -> None:
                 recompute=recompute.value, attention=attention,  # type: ignore[arg-type]
                 grad_dtype="fp32" if grad_fp32 else "auto", offload_optimizer=offload_optimizer,
                 global_batch=global_batch, dropout=not no_dropout, cuda_context_bytes=ctx_bytes,
-                target=target,  # type: ignore[arg-type]
+                target=target, fused=fused,  # type: ignore[arg-type]
                 fragmentation=0.10 if fragmentation is None else fragmentation)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))

@@ -108,9 +108,11 @@ def _train_candidates(m: ModelSpec, cfg: TrainConfig,
                     global_batch=c.global_batch or c.micro_batch * c.dp)
         yield (f"pipeline parallel {c.pp} (data parallel now {c.dp})",
                "pipeline bubble (p-1)/(m+p-1)", c)
-    if not c.offload_optimizer:
-        c = replace(c, offload_optimizer=True)
-        yield "optimizer states offloaded to CPU (ZeRO-Offload)", "CPU optimizer step, PCIe traffic", c
+    if not c.offload_optimizer:  # ZeRO-Offload = ZeRO-2 + CPU optimizer (Ren et al. 2021)
+        c = replace(c, offload_optimizer=True,
+                    zero=max(c.zero, 2) if c.fsdp == "none" else c.zero)
+        yield ("optimizer states and gradients offloaded to CPU (ZeRO-Offload)",
+               "CPU optimizer step, PCIe traffic, CPU RAM ~12-16 bytes/parameter", c)
     base = c
     for n in (2, 4, 8, 16, 32, 64, 128, 256):
         dp = base.dp * n

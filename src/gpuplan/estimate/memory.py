@@ -58,6 +58,9 @@ NCCL_BYTES = int(0.25 * GiB)
 """NCCL communicator buffers per process when any parallelism > 1 (assumption)"""
 DDP_BUCKET_BYTES = 25 * 2**20
 """torch DistributedDataParallel bucket_cap_mb default (25 MiB); two in flight"""
+OFFLOAD_BUCKET_ELEMENTS = 500_000_000
+"""DeepSpeed ZeRO reduce_bucket_size default (5e8 elements): with ZeRO-Offload the gradients
+pass through this GPU bucket on their way to the CPU"""
 FRAGMENTATION = 0.10
 """share of dynamic memory (activations + buffers) lost to allocator fragmentation
 (assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
@@ -93,6 +96,8 @@ class TrainConfig:
     dropout: bool = True
     cuda_context_bytes: int = CUDA_CONTEXT_BYTES
     fragmentation: float = FRAGMENTATION
+    fused: bool = False
+    """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
     target: Literal["auto", "cpu", "cuda"] = "auto"
     """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
 
@@ -180,8 +185,10 @@ def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: float,
         opt += adafactor_factored_bytes(m, params)
     if cfg.optimizer in ("adam", "adamw"):
         opt += tensors * STEP_COUNTER_BYTES
-    if cfg.offload_optimizer:
-        opt = 0.0
+    if cfg.offload_optimizer:  # ZeRO-Offload (Ren et al. 2021 §4.1): optimizer states and
+        opt = 0.0  # step on the CPU; with ZeRO-2/3 the gradients follow them there, bucket by
+        if cfg.zero_stage >= 2:  # bucket (counted in other: gradient_buckets)
+            grads = 0.0
     return (weights / (shard if z >= 3 else 1), grads / (shard if z >= 2 else 1),
             opt / (shard if z >= 1 else 1))
 
@@ -244,7 +251,7 @@ def _impl(cfg: TrainConfig, device: Device) -> Impl:
     return Impl(attention=cfg.attention, target=target,
                 dtype=cfg.compute_dtype, matmul_dtype="fp8" if cfg.precision == "fp8-mixed"
                 else None, tp=cfg.tp, sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute,
-                dropout=cfg.dropout)
+                dropout=cfg.dropout, fused=cfg.fused)
 
 
 def _saved_per_block(ops: OpList) -> dict[str, float]:
@@ -346,6 +353,9 @@ def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str
                                                    else 0)) / cfg.tp
         bpp = state_bytes_per_param(cfg)
         items["gathered_parameters"] = layer_params * (2 * bpp["weights"] + bpp["gradients"])
+    elif cfg.offload_optimizer and z == 2:
+        items["gradient_buckets"] = min(OFFLOAD_BUCKET_ELEMENTS, st.params) * \
+            state_bytes_per_param(cfg)["gradients"]
     elif cfg.dp > 1:
         items["gradient_buckets"] = 2 * DDP_BUCKET_BYTES
     if max(cfg.dp, cfg.tp, cfg.pp, cfg.cp, cfg.ep) > 1:
@@ -365,7 +375,7 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "zero_stage": cfg.zero_stage, "shard_group": cfg.shard_group,
         "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
                      "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
-        "recompute": cfg.recompute, "attention": cfg.attention,
+        "recompute": cfg.recompute, "attention": cfg.attention, "fused_kernels": cfg.fused,
         "kernels": _impl(cfg, device).target,
         "dropout_mask_bytes": 1 if _impl(cfg, device).target == "cuda" else "activation dtype",
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,

@@ -1,0 +1,298 @@
+"""Training step time, MFU and communication for a model, batch and parallel layout.
+
+Every term is visible:
+- compute: the operator roofline of one micro-batch on the slowest pipeline stage (per-GPU
+  shards under TP/SP/CP/EP, recompute as extra forward work), fused kernels and FlashAttention
+  unless told otherwise;
+- pipeline: 1F1B takes (m + p - 1) stage-steps for m micro-batches (bubble (p-1)/(m+p-1));
+  interleaving with v virtual stages shrinks the bubble to (p-1)/(v m) of the work
+  (Narayanan et al. 2021 §2.2);
+- tensor parallel: one all-reduce (or all-gather + reduce-scatter with SP) of the activations
+  per attention and MLP block, forward and backward, on the critical path (Shoeybi et al.
+  2019 §3); expert parallel: all-to-all dispatch and combine per MoE layer, exposed;
+- context parallel: K/V all-gathered and their gradients reduce-scattered per layer,
+  overlapped with the attention core;
+- data parallel: gradients all-reduced (ZeRO-1/2: reduce-scattered, parameters all-gathered
+  after the step; ZeRO-3: parameters gathered in forward and backward and gradients
+  reduce-scattered every micro-batch), bucketed and overlapped with the backward pass of the
+  last micro-batch (ZeRO-3: with each micro-batch's compute); exposed = what does not fit;
+- optimizer: a memory-bound pass over the local parameter shard.
+MFU counts model FLOPs (no recomputation; attention in full, PaLM App. B); HFU all executed
+FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.comm import collective_time
+from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.flops import flops_summary
+from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
+from gpuplan.estimate.partition import stages
+from gpuplan.estimate.roofline import roofline
+from gpuplan.ops.blocks import DTYPE_BYTES
+from gpuplan.ops.transformer import (
+    BLOCK_ATTN,
+    BLOCK_ATTN_WINDOW,
+    BLOCK_MLP,
+    BLOCK_MOE,
+    Impl,
+    build_training,
+    local_sizes,
+)
+from gpuplan.specs.cluster import Cluster
+from gpuplan.specs.model import ModelSpec
+
+OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit": 20.0,
+                             "adafactor": 16.0}
+"""Bytes an optimizer step reads and writes per local parameter (AdamW, mixed precision: read
+fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
+
+
+@dataclass
+class StepResult:
+    """One training step; times in seconds. `fits` False means not timed (None fields)."""
+
+    fits: bool
+    memory: MemoryResult
+    gpus: int
+    global_batch: int
+    micro_batches: int
+    tokens_per_step: int
+    step_time_s: float | None = None
+    breakdown: dict[str, float] = field(default_factory=dict)
+    comm_time_s: float = 0.0
+    comm_exposed_s: float = 0.0
+    bubble_fraction: float = 0.0
+    model_flops_per_step: float = 0.0
+    hardware_flops_per_step: float = 0.0
+    peak_flops_per_s: float = 0.0
+    dominant: str = ""
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        return self.tokens_per_step / self.step_time_s if self.step_time_s else None
+
+    @property
+    def model_flops_per_s_per_gpu(self) -> float | None:
+        if not self.step_time_s:
+            return None
+        return self.model_flops_per_step / self.gpus / self.step_time_s
+
+    @property
+    def mfu(self) -> float | None:
+        f = self.model_flops_per_s_per_gpu
+        return f / self.peak_flops_per_s if f is not None else None
+
+    @property
+    def hfu(self) -> float | None:
+        if not self.step_time_s:
+            return None
+        return self.hardware_flops_per_step / self.gpus / self.step_time_s / self.peak_flops_per_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fits": self.fits, "gpus": self.gpus, "global_batch": self.global_batch,
+            "micro_batches": self.micro_batches, "tokens_per_step": self.tokens_per_step,
+            "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
+            "model_flops_per_s_per_gpu": self.model_flops_per_s_per_gpu, "mfu": self.mfu,
+            "hfu": self.hfu, "comm_time_s": self.comm_time_s,
+            "comm_exposed_s": self.comm_exposed_s, "bubble_fraction": self.bubble_fraction,
+            "breakdown_s": self.breakdown, "dominant": self.dominant,
+            "model_flops_per_step": self.model_flops_per_step,
+            "hardware_flops_per_step": self.hardware_flops_per_step,
+            "peak_flops_per_s": self.peak_flops_per_s,
+            "memory": self.memory.to_json(), "assumptions": self.assumptions,
+        }
+
+
+def check_layout(cfg: TrainConfig, gpus: int, m: ModelSpec) -> None:
+    used = cfg.dp * cfg.tp * cfg.pp * cfg.cp
+    if used != gpus:
+        raise InputError("gpus", gpus, f"dp x tp x pp x cp = {cfg.dp}x{cfg.tp}x{cfg.pp}x{cfg.cp}"
+                         f" = {used} (set --dp/--tp/--pp/--cp to multiply to --gpus)")
+    if cfg.ep > 1 and (cfg.dp * cfg.cp) % cfg.ep:
+        raise InputError("ep", cfg.ep, f"a divisor of dp x cp = {cfg.dp * cfg.cp}")
+    if cfg.pp > m.num_layers:
+        raise InputError("pp", cfg.pp, f"at most the number of layers ({m.num_layers})")
+
+
+def _impl(cfg: TrainConfig, fused: bool) -> Impl:
+    return Impl(attention=cfg.attention, target="cuda", fused=fused, dtype=cfg.compute_dtype,
+                matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
+                sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
+                training_kv_cache=False)
+
+
+def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
+              efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
+    """Time one optimizer step of `cfg` on `cluster` (see the module docstring)."""
+    gpus = cluster.gpus
+    check_layout(cfg, gpus, m)
+    device = cluster.device
+    gb = cfg.global_batch or cfg.micro_batch * cfg.dp
+    if gb % (cfg.micro_batch * cfg.dp):
+        raise InputError("global_batch", gb, f"a multiple of micro_batch x dp = "
+                                             f"{cfg.micro_batch * cfg.dp}")
+    cfg = replace(cfg, global_batch=gb)
+    n_micro = gb // (cfg.micro_batch * cfg.dp)
+    mem = train_memory(m, device, cfg)
+    tokens = gb * cfg.seq_len
+    eff = efficiency or default_efficiency(device)
+    dtype = "fp8" if cfg.precision == "fp8-mixed" else cfg.compute_dtype
+    peak = device.matmul_peak(dtype if dtype != "fp8" else "bf16")
+    res = StepResult(fits=mem.fits, memory=mem, gpus=gpus, global_batch=gb,
+                     micro_batches=n_micro, tokens_per_step=tokens, peak_flops_per_s=peak)
+    model_fwd = flops_summary(m, cfg.micro_batch, cfg.seq_len)["forward_flops"]
+    res.model_flops_per_step = 3 * model_fwd * gb / cfg.micro_batch
+    if not mem.fits:
+        res.assumptions = {"note": "does not fit in memory: not timed"}
+        return res
+
+    fused = cfg.fused
+    impl = _impl(cfg, fused)
+    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    rl = roofline(ops, device, eff)
+    # seconds per micro-batch of one layer of each block kind, and of the once-only parts
+    block_t: dict[str, float] = {}
+    for row in rl.rows:
+        o = row.op
+        key = o.layer if o.per_layer else ("embedding" if o.component == "embedding" else "head")
+        per = row.time_s / o.count if o.per_layer else row.time_s
+        block_t[str(key)] = block_t.get(str(key), 0.0) + per
+    fwd_share = sum(r.time_s for r in rl.rows if r.op.phase == "forward") / rl.total_time_s
+
+    loc = local_sizes(m, impl, cfg.seq_len)
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    t_tok = cfg.micro_batch * loc.seq
+    act_bytes = t_tok * m.hidden_size * e
+    tp_local = min(cfg.tp, cluster.gpus_per_node)
+    tp_ar = collective_time("all_reduce", act_bytes, cfg.tp, cluster, tp_local).time_s
+    # attention and MLP blocks: one all-reduce each forward, backward (and recomputed forward)
+    ar_per_layer = 2 * (3 if cfg.recompute == "full" else 2)
+    ep_local = max(1, min(cfg.ep, cluster.gpus_per_node // max(1, cfg.tp)))
+    a2a = (collective_time("all_to_all", t_tok * m.experts_per_token * m.hidden_size * e,
+                           cfg.ep, cluster, ep_local).time_s if m.is_moe and cfg.ep > 1 else 0.0)
+
+    stage_times = []
+    stage_comm = []
+    for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
+        n_win = st.sliding_layers
+        t = (n_win * block_t.get(BLOCK_ATTN_WINDOW, 0.0)
+             + (st.layers - n_win) * block_t.get(BLOCK_ATTN, 0.0)
+             + st.dense_layers * block_t.get(BLOCK_MLP, 0.0)
+             + st.moe_layers * block_t.get(BLOCK_MOE, 0.0))
+        t += block_t.get("embedding", 0.0) if st.has_embedding else 0.0
+        t += block_t.get("head", 0.0) if st.has_head else 0.0
+        comm = st.layers * ar_per_layer * tp_ar if cfg.tp > 1 else 0.0
+        comm += st.moe_layers * 4 * a2a
+        stage_times.append(t)
+        stage_comm.append(comm)
+    slowest = max(range(cfg.pp), key=lambda i: stage_times[i] + stage_comm[i])
+    t_mb = stage_times[slowest] + stage_comm[slowest]
+    compute_mb = stage_times[slowest]
+
+    # pipeline schedule
+    p, v = cfg.pp, cfg.virtual_stages
+    if p > 1:
+        pipeline = n_micro * t_mb + (p - 1) * t_mb / v
+        bubble = (p - 1) / v / (n_micro + (p - 1) / v)
+    else:
+        pipeline = n_micro * t_mb
+        bubble = 0.0
+
+    # context parallel: K/V all-gather + gradient reduce-scatter per layer, overlapped
+    cp_exposed = cp_total = 0.0
+    if cfg.cp > 1:
+        kv = t_tok * cfg.cp * 2 * loc.kv_heads * m.head_size * e
+        cp_local = max(1, min(cfg.cp, cluster.gpus_per_node // max(1, cfg.tp)))
+        per_layer = (collective_time("all_gather", kv, cfg.cp, cluster, cp_local).time_s
+                     + collective_time("reduce_scatter", kv, cfg.cp, cluster, cp_local).time_s)
+        attn_core = sum(r.time_s for r in rl.rows if r.op.kind == "attention") / m.num_layers
+        layers = stages(m, cfg.tp, cfg.pp, cfg.ep)[slowest].layers
+        cp_total = per_layer * layers * n_micro
+        cp_exposed = max(0.0, per_layer - attn_core) * layers * n_micro if overlap else cp_total
+
+    # pipeline point-to-point: activations forward, gradients backward; fill/drain exposed
+    pp_total = pp_exposed = 0.0
+    if p > 1:
+        pp_local = 1 if cfg.tp * cfg.dp * cfg.cp >= cluster.gpus_per_node else 2
+        t_p2p = collective_time("send_recv", act_bytes, 2, cluster, pp_local).time_s
+        pp_total = 2 * t_p2p * n_micro * (p - 1) / p * v
+        pp_exposed = 2 * (p - 1) * t_p2p if overlap else pp_total
+
+    # data parallel
+    st0 = stages(m, cfg.tp, cfg.pp, cfg.ep)[slowest]
+    bpp = state_bytes_per_param(cfg)
+    grad_bytes = st0.params * bpp["gradients"]
+    w_bytes = st0.params * bpp["weights"]
+    dp_group = cfg.dp * cfg.cp
+    dp_local = max(1, cluster.gpus_per_node // (cfg.tp * cfg.cp)) if cfg.tp * cfg.cp < \
+        cluster.gpus_per_node else 1
+    z = cfg.zero_stage
+    dp_total = dp_exposed = 0.0
+    bwd_mb = compute_mb * (1 - fwd_share)
+    fwd_mb = compute_mb * fwd_share
+    if dp_group > 1:
+        if z == 0:
+            dp_total = collective_time("all_reduce", grad_bytes, dp_group, cluster,
+                                       dp_local).time_s
+            dp_exposed = max(0.0, dp_total - bwd_mb) if overlap else dp_total
+        elif z in (1, 2):
+            rs = collective_time("reduce_scatter", grad_bytes, dp_group, cluster, dp_local).time_s
+            ag = collective_time("all_gather", w_bytes, dp_group, cluster, dp_local).time_s
+            dp_total = rs + ag
+            dp_exposed = (max(0.0, rs - bwd_mb) + ag) if overlap else dp_total
+        else:
+            ag = collective_time("all_gather", w_bytes, cfg.shard_group, cluster,
+                                 min(dp_local, cfg.shard_group)).time_s
+            rs = collective_time("reduce_scatter", grad_bytes, cfg.shard_group, cluster,
+                                 min(dp_local, cfg.shard_group)).time_s
+            per_mb = 2 * ag + rs
+            dp_total = per_mb * n_micro
+            exposed_mb = max(0.0, ag - fwd_mb) + max(0.0, ag + rs - bwd_mb)
+            dp_exposed = exposed_mb * n_micro if overlap else dp_total
+            if cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
+                ar = collective_time("all_reduce", grad_bytes / cfg.shard_group,
+                                     cfg.dp // cfg.shard_group, cluster, 1).time_s
+                dp_total += ar
+                dp_exposed += ar
+
+    # optimizer step over the local shard (memory-bound)
+    shard = cfg.shard_group if z >= 1 else 1
+    opt_bytes = st0.params / shard * OPTIMIZER_BYTES_PER_PARAM[cfg.optimizer]
+    t_opt = 0.0 if cfg.offload_optimizer else opt_bytes / (
+        device.mem_bw_bytes_per_s * eff.memory(opt_bytes))
+
+    tp_total = (stage_comm[slowest] - st0.moe_layers * 4 * a2a) * n_micro
+    ep_total = st0.moe_layers * 4 * a2a * n_micro
+    step = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt
+    res.step_time_s = step
+    res.bubble_fraction = bubble
+    res.comm_time_s = tp_total + ep_total + cp_total + pp_total + dp_total
+    res.comm_exposed_s = tp_total + ep_total + cp_exposed + pp_exposed + dp_exposed
+    res.breakdown = {
+        "compute": compute_mb * n_micro, "pipeline_bubble": pipeline - t_mb * n_micro,
+        "tp_comm": tp_total, "ep_comm": ep_total, "cp_comm_exposed": cp_exposed,
+        "pp_comm_exposed": pp_exposed, "dp_comm_exposed": dp_exposed, "optimizer": t_opt,
+    }
+    res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
+    # the op list is one GPU's TP/CP shard of every layer for one micro-batch
+    res.hardware_flops_per_step = ops.flops(matmul_only=True) * n_micro * cfg.dp * cfg.tp * cfg.cp
+    res.assumptions = {
+        "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
+        "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
+                    "gathers overlap each micro-batch; CP overlaps attention; TP and EP "
+                    "collectives are exposed") if overlap else "none: every collective exposed",
+        "links": {"scale_up": cluster.scale_up.model_dump(),
+                  "scale_out": cluster.scale_out.model_dump()},
+        "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
+        "mfu_convention": "model FLOPs = 3 x forward matmul FLOPs (attention in full, no "
+                          "recompute) / (GPUs x step time x dense peak of the compute dtype)",
+        "peak_dtype": dtype,
+    }
+    return res

@@ -1,0 +1,84 @@
+"""Cluster: a device, GPUs per node, nodes, and the two link classes between GPUs.
+
+Defaults come from the device's catalog record (DGX/HGX-style nodes: 8 GPUs on NVLink/xGMI,
+one NIC per GPU); any field can be overridden. Bandwidths are per GPU per direction (one-way);
+`achievable` factors scale the rating to what NCCL ring collectives reach.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.errors import InputError
+from gpuplan.specs.device import Device
+
+NVLINK_RING_EFFICIENCY = 0.80
+"""Ring collectives reach ~80% of the one-way NVLink rating: H200 node 363-367 of 450 GB/s,
+A100 node 235 of 300 GB/s busbw (nccl-tests, shared/data/kernel_cases.csv)."""
+NETWORK_EFFICIENCY = 0.73
+"""Inter-node busbw per GPU: 36.5 of 50 GB/s on AWS p6 EFA (kernel_cases.csv)."""
+PCIE_EFFICIENCY = 0.80
+"""PCIe copy engines reach ~26 of 32 GB/s one-way on Gen4 x16 (nvbandwidth, kernel_cases.csv)."""
+SCALE_UP_LATENCY_S = 3e-6
+"""Per ring step within a node: 8-GPU H200 all-reduce of 32 KiB takes ~40 µs = 14 steps x 3 µs
+(nccl-tests, kernel_cases.csv)."""
+SCALE_OUT_LATENCY_S = 10e-6
+"""Per step across nodes (InfiniBand/RoCE ~5-10 µs; EFA higher): an assumption."""
+DEFAULT_NETWORK_BYTES_PER_S = 12.5e9
+"""When the catalog has no network for a device: 100 Gb/s Ethernet per GPU (assumption)."""
+
+
+class Link(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    bw_bytes_per_s: float = Field(gt=0, description="rated, per GPU per direction")
+    efficiency: float = Field(gt=0, le=1.1, description="achievable busbw / rating")
+    latency_s: float = Field(ge=0, description="per collective step")
+
+    @property
+    def achievable_bytes_per_s(self) -> float:
+        return self.bw_bytes_per_s * self.efficiency
+
+
+class Cluster(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    device: Device
+    gpus_per_node: int = Field(default=8, ge=1)
+    nodes: int = Field(default=1, ge=1)
+    scale_up: Link
+    scale_out: Link
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
+                    scale_up_bytes_per_s: float | None = None,
+                    scale_out_bytes_per_s: float | None = None) -> Cluster:
+    """DGX/HGX-style nodes of `device` holding `gpus` GPUs in total."""
+    if gpus < 1:
+        raise InputError("gpus", gpus, "a whole number >= 1")
+    per_node = gpus_per_node or (8 if device.kind != "cpu" else 1)
+    per_node = min(per_node, gpus) if gpus_per_node is None else per_node
+    if gpus % per_node and gpus > per_node:
+        raise InputError("gpus", gpus, f"a multiple of gpus-per-node ({per_node})")
+    if device.scale_up is not None:
+        up = Link(name=device.scale_up.name, bw_bytes_per_s=device.scale_up.bw_bytes_per_s,
+                  efficiency=NVLINK_RING_EFFICIENCY, latency_s=SCALE_UP_LATENCY_S)
+    elif device.pcie is not None:
+        up = Link(name=f"{device.pcie.name} (no NVLink)", bw_bytes_per_s=device.pcie.bw_bytes_per_s,
+                  efficiency=PCIE_EFFICIENCY, latency_s=SCALE_UP_LATENCY_S * 2)
+    else:
+        up = Link(name="host memory", bw_bytes_per_s=device.mem_bw_bytes_per_s / 4,
+                  efficiency=0.5, latency_s=SCALE_UP_LATENCY_S)
+    if scale_up_bytes_per_s:
+        up = up.model_copy(update={"bw_bytes_per_s": scale_up_bytes_per_s})
+    net = device.scale_out
+    out = Link(name=net.name if net else "100 Gb/s Ethernet per GPU (assumed)",
+               bw_bytes_per_s=net.bw_bytes_per_s if net else DEFAULT_NETWORK_BYTES_PER_S,
+               efficiency=NETWORK_EFFICIENCY, latency_s=SCALE_OUT_LATENCY_S)
+    if scale_out_bytes_per_s:
+        out = out.model_copy(update={"bw_bytes_per_s": scale_out_bytes_per_s})
+    return Cluster(device=device, gpus_per_node=per_node, nodes=max(1, gpus // per_node),
+                   scale_up=up, scale_out=out)
