@@ -315,21 +315,22 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     # the fullest stage sets the per-GPU requirement
     st, weights, grads, opt, acts, other = max(
         rows, key=lambda r: r[1] + r[2] + r[3] + r[4] + sum(r[5].values()))
+    other_items = {k: int(v) for k, v in other.items()}  # rounded once, item by item, so
     per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
-               "activations": int(acts), "other": int(sum(other.values()))}
+               "activations": int(acts), "other": sum(other_items.values())}  # sums exactly
     details: dict[str, object] = {
         "stage": st.index, "stage_layers": st.layers, "params_per_gpu": int(st.params),
         "bytes_per_param": per_param, "activation_micro_batches": in_flight(cfg, st.index),
         "saved_activation_bytes_per_micro_batch": int(stage_activation_bytes(m, st, per_block)),
         "stages": [{"stage": r[0].index, "layers": r[0].layers,
-                    "total_bytes": int(r[1] + r[2] + r[3] + r[4] + sum(r[5].values()))}
+                    "total_bytes": sum(int(x) for x in (*r[1:5], *r[5].values()))}
                    for r in rows],
         "grad_accum": cfg.grad_accum,
         "note": "gradient accumulation does not change per-step memory: micro-batches run one "
                 "after another and gradients accumulate in place",
     }
     assumptions = _train_assumptions(cfg, device)
-    return MemoryResult("train", per_gpu, {k: int(v) for k, v in other.items()},
+    return MemoryResult("train", per_gpu, other_items,
                         device.memory_bytes, device.name, assumptions, details)
 
 
@@ -399,9 +400,10 @@ def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig
     other = {"backward_working_set": 2 * widest,
              "cuda_context": float(cfg.cuda_context_bytes if device.kind != "cpu" else 0)}
     other["fragmentation"] = cfg.fragmentation * (acts + other["backward_working_set"])
+    other_items = {k: int(v) for k, v in other.items()}
     per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
-               "activations": int(acts), "other": int(sum(other.values()))}
-    return MemoryResult("train", per_gpu, {k: int(v) for k, v in other.items()},
+               "activations": int(acts), "other": sum(other_items.values())}
+    return MemoryResult("train", per_gpu, other_items,
                         device.memory_bytes, device.name, _train_assumptions(cfg, device),
                         {"params_per_gpu": trace.param_count, "source": "traced module"})
 

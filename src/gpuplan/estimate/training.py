@@ -52,6 +52,20 @@ OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit
 fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
 
 
+HOST_BYTES_PER_S_PER_GPU = 25e9
+"""Host memory bandwidth one GPU's CPU optimizer can use (a 2-socket server's ~200-300 GB/s
+shared by 8 GPUs; assumption)."""
+
+
+def offload_step_time(local_params: float, bpp: dict[str, float], cluster: Cluster) -> float:
+    """ZeRO-Offload (Ren et al. 2021): gradients to the host and updated weights back over
+    PCIe, the Adam step on the CPU (fp32 master and moments: 28 bytes moved per parameter)."""
+    dev = cluster.device
+    pcie = dev.pcie.bw_bytes_per_s * 0.8 if dev.pcie else 16e9
+    transfer = local_params * (bpp["gradients"] + bpp["weights"]) / pcie
+    return transfer + local_params * 28.0 / HOST_BYTES_PER_S_PER_GPU
+
+
 @dataclass
 class StepResult:
     """One training step; times in seconds. `fits` False means not timed (None fields)."""
@@ -265,8 +279,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     # optimizer step over the local shard (memory-bound)
     shard = cfg.shard_group if z >= 1 else 1
     opt_bytes = st0.params / shard * OPTIMIZER_BYTES_PER_PARAM[cfg.optimizer]
-    t_opt = 0.0 if cfg.offload_optimizer else opt_bytes / (
-        device.mem_bw_bytes_per_s * eff.memory(opt_bytes))
+    t_opt = (offload_step_time(st0.params / shard, bpp, cluster) if cfg.offload_optimizer
+             else opt_bytes / (device.mem_bw_bytes_per_s * eff.memory(opt_bytes)))
 
     tp_total = (stage_comm[slowest] - st0.moe_layers * 4 * a2a) * n_micro
     ep_total = st0.moe_layers * 4 * a2a * n_micro

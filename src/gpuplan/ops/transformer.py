@@ -314,7 +314,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "moe" if moe else "mlp"
         if moe:
-            _moe(c, m, tr, loc)
+            _moe(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
             _mlp(c, m, t, loc.ff, saved_rows=tr)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
