@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,12 +25,13 @@ from gpuplan.estimate.memory import (
     CUDA_CONTEXT_BYTES,
     DDP_BUCKET_BYTES,
     NCCL_BYTES,
+    Recompute,
     TrainConfig,
     _saved_per_block,
     stage_activation_bytes,
     state_bytes_per_param,
 )
-from gpuplan.estimate.partition import stages
+from gpuplan.estimate.partition import Stage, stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.estimate.training import (
     OPTIMIZER_BYTES_PER_PARAM,
@@ -51,7 +53,7 @@ from gpuplan.specs.cluster import Cluster
 from gpuplan.specs.model import ModelSpec
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
-RECOMPUTES = ("none", "selective", "full")
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
 
 
 @dataclass
@@ -85,10 +87,10 @@ def _group_profile(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Effici
             row.time_s / o.count if o.per_layer else row.time_s)
     fwd_share = sum(r.time_s for r in rl.rows if r.op.phase == "forward") / rl.total_time_s
     saved = _saved_per_block(ops)
-    key = (cfg.tp, cfg.cp, cfg.ep, cfg.micro_batch)
+    cache_key = (cfg.tp, cfg.cp, cfg.ep, cfg.micro_batch)
     if cfg.recompute == "none":
-        saved_cache[key] = saved
-    full = saved if cfg.recompute != "full" else saved_cache.get(key) or _saved_per_block(
+        saved_cache[cache_key] = saved
+    full = saved if cfg.recompute != "full" else saved_cache.get(cache_key) or _saved_per_block(
         build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none")))
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
@@ -132,7 +134,10 @@ class _StageTable:
 
 def _stage_table(m: ModelSpec, tp: int, pp: int, ep: int) -> _StageTable:
     sts = stages(m, tp, pp, ep)
-    col = (lambda f: np.array([f(s) for s in sts], dtype=float))
+
+    def col(f: Callable[[Stage], float]) -> np.ndarray:
+        return np.array([f(s) for s in sts], dtype=float)
+
     return _StageTable(col(lambda s: s.layers), col(lambda s: s.dense_layers),
                        col(lambda s: s.moe_layers), col(lambda s: s.sliding_layers),
                        col(lambda s: s.has_embedding), col(lambda s: s.has_head),
@@ -198,7 +203,9 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
             for vv in range(1, 9):
                 if vv == 1 or (pp > 1 and L % (pp * vv) == 0):
                     for off in ((False, True) if zz >= 1 else (False,)):
-                        z.append(zz), v.append(vv), idx.append((k, off))
+                        z.append(zz)
+                        v.append(vv)
+                        idx.append((k, off))
     t, fits = _evaluate_all(m, cluster, cases, np.array(z), np.array(v),
                             np.array([o for _, o in idx]), np.array([k for k, _ in idx]), bpp,
                             eff)
