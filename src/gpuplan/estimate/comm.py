@@ -4,8 +4,8 @@ Ring algorithms (Patarasuk & Yuan 2009; NCCL): for n GPUs and S bytes
   all-reduce:              2(n-1) steps, 2(n-1)/n x S over the slowest link
   all-gather, reduce-scatter, all-to-all: (n-1) steps, (n-1)/n x S   (S = the full buffer)
   broadcast (pipelined ring): S, n-1 steps;   send/recv: S, 1 step.
-Tree all-reduce (NCCL double binary tree) has 2 log2(n) latency steps and the same bandwidth
-term; we take the faster of ring and tree. A group spanning nodes runs hierarchically:
+Across nodes, tree all-reduce (NCCL double binary tree: 2 log2(n) latency steps, the same
+bandwidth term) is used when faster. A group spanning nodes runs hierarchically:
 reduce-scatter inside each node, the inter-node collective on 1/g of the data (each GPU using
 its own NIC), all-gather inside the node. Reported as nccl-tests defines them: algbw = S / t,
 busbw = algbw x (2(n-1)/n for all-reduce, (n-1)/n for gather/scatter/all-to-all, 1 otherwise).
@@ -54,15 +54,17 @@ class CommTime:
         return self.algbw_bytes_per_s * bus_factor(self.op, self.group)
 
 
-def flat_time(op: str, nbytes: float, n: int, link: Link) -> float:
-    """One flat ring (or tree, if faster for all-reduce) over `link`."""
+def flat_time(op: str, nbytes: float, n: int, link: Link, tree: bool = False) -> float:
+    """One flat ring over `link`; across nodes all-reduce may use NCCL's tree if faster (the
+    intra-node latency per step is calibrated on ring measurements)."""
     if n <= 1 or nbytes <= 0:
         return 0.0
     bw, a = link.achievable_bytes_per_s, link.latency_s
     if op == "all_reduce":
         ring = 2 * (n - 1) * a + 2 * (n - 1) / n * nbytes / bw
-        tree = 2 * math.ceil(math.log2(n)) * a + 2 * (n - 1) / n * nbytes / bw
-        return min(ring, tree)
+        if not tree:
+            return ring
+        return min(ring, 2 * math.ceil(math.log2(n)) * a + 2 * (n - 1) / n * nbytes / bw)
     if op in ("all_gather", "reduce_scatter", "all_to_all"):
         return (n - 1) * a + (n - 1) / n * nbytes / bw
     if op == "broadcast":
@@ -85,11 +87,11 @@ def collective_time(op: str, nbytes: float, group: int, cluster: Cluster,
     if nodes == 1:
         return CommTime(op, nbytes, group, flat_time(op, nbytes, group, up), up.name)
     if g == 1:
-        return CommTime(op, nbytes, group, flat_time(op, nbytes, group, out), out.name)
+        return CommTime(op, nbytes, group, flat_time(op, nbytes, group, out, tree=True), out.name)
     # hierarchical: intra-node stage on the fast link, inter-node stage on 1/g of the data
     if op == "all_reduce":
         t = (flat_time("reduce_scatter", nbytes, g, up)
-             + flat_time("all_reduce", nbytes / g, nodes, out)
+             + flat_time("all_reduce", nbytes / g, nodes, out, tree=True)
              + flat_time("all_gather", nbytes, g, up))
     elif op in ("all_gather", "reduce_scatter"):
         t = flat_time(op, nbytes, g, up) + flat_time(op, nbytes / g, nodes, out)

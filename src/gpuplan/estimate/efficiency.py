@@ -12,6 +12,9 @@ Defaults are documented priors, replaceable by a measured machine profile (`gpup
   (0.3 at 100 kB is our extrapolation).
 - Kernel overhead: 4 µs per launch (typical eager PyTorch dispatch + launch; replace with the
   launch overhead `gpuplan bench` measures).
+- Attention: fused attention kernels reach less of the peak than large GEMMs: FlashAttention-2
+  50-73% of A100 peak forward and less backward (Dao 2023, §4.1); on H100 FlashAttention-2
+  ~35-40% and FlashAttention-3 ~75% (Shah et al. 2024). Prior: 50% of the dense peak.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class Efficiency:
     size_dependent: bool = True
     """apply the size curves (small ops reach less of the ceilings)"""
     kernel_overhead_s: float = 4e-6
+    attention_ceiling: float = 0.5
+    """share of the dense peak attention kernels reach (scores and values matmuls)"""
     vector_ceiling: float = 0.7
     """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound"""
     source: str = ""
@@ -82,6 +87,7 @@ class Efficiency:
         return {
             "matmul_ceiling": self.matmul_ceiling, "fp8_ceiling": self.fp8_ceiling,
             "memory_ceiling": self.memory_ceiling, "vector_ceiling": self.vector_ceiling,
+            "attention_ceiling": self.attention_ceiling,
             "size_dependent": self.size_dependent,
             "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
         }
@@ -94,7 +100,8 @@ def default_efficiency(device: Device) -> Efficiency:
     src = (f"matmul ceiling {bf16:.0%} measured ({MAMF_SOURCE})" if measured
            else f"matmul ceiling {bf16:.0%} = median of measured devices (no measurement for "
                 f"{device.name})")
-    src += "; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%"
+    src += ("; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; attention "
+            "kernels 50% of peak (FlashAttention-2/3 papers)")
     return Efficiency(matmul_ceiling=bf16, fp8_ceiling=fp8, source=src)
 
 
@@ -102,4 +109,5 @@ def ideal_efficiency() -> Efficiency:
     """100% of every datasheet peak, no overheads: the roofline as a pure bound."""
     return Efficiency(matmul_ceiling=1.0, fp8_ceiling=1.0, memory_ceiling=1.0,
                       size_dependent=False, kernel_overhead_s=0.0, vector_ceiling=1.0,
+                      attention_ceiling=1.0,
                       source="ideal: 100% of datasheet peaks (a bound, not a prediction)")

@@ -114,10 +114,13 @@ class TrainConfig:
 
     @property
     def shard_group(self) -> int:
-        """GPUs that shard model states: dp for ZeRO/FSDP full, the shard group for hybrid."""
+        """GPUs that shard model states: dp x cp for ZeRO/FSDP full, the shard group for
+        hybrid."""
+        # context-parallel ranks hold the same parameters and join the gradient reduction
+        group = self.dp * self.cp
         if self.fsdp == "hybrid":
-            return min(self.dp, self.shard_size or 8)
-        return self.dp
+            return min(group, self.shard_size or 8)
+        return group
 
     @property
     def zero_stage(self) -> int:
@@ -454,9 +457,15 @@ def _workspace(m: ModelSpec, cfg: InferConfig, batch: int, context: int) -> floa
 
 
 def weight_bytes(m: ModelSpec, cfg: InferConfig) -> float:
+    """Per GPU. Quantization (fp8/int8/int4) applies to the transformer blocks' matrices; the
+    token embedding and the LM head stay 16-bit, as in the FP8 checkpoints of TensorRT Model
+    Optimizer ("only the linear operators within transformer blocks"), GPTQ/AWQ and
+    bitsandbytes; norms and biases too."""
     st = stages(m, cfg.tp, 1, 1)[0]
     wb = Impl(weight_dtype=cfg.weight_dtype).weight_bytes()
-    return st.matrix_params * wb + (st.params - st.matrix_params) * 2.0  # norms etc. in 16-bit
+    vocab = m.vocab_size * m.hidden_size / cfg.tp * (1 if m.tie_embeddings else 2)
+    blocks = st.matrix_params - vocab if m.arch == "decoder" else st.matrix_params
+    return blocks * wb + (st.params - blocks) * 2.0
 
 
 def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult:
@@ -501,6 +510,7 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
     assumptions: dict[str, object] = {
         "weight_dtype": cfg.weight_dtype, "kv_dtype": cfg.kv_dtype, "tp": cfg.tp,
         "group_scales": "fp16 scale per 128 weights for int4/int8/fp4",
+        "quantized": "transformer-block matrices; embedding and LM head kept 16-bit",
         "prefill_chunk": cfg.prefill_chunk or min(cfg.batch * cfg.context, 8192),
         "kv_block_size": cfg.block_size, "safety_margin": cfg.margin,
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,

@@ -75,6 +75,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     if op.kind in MATMUL_KINDS:
         peak = eff.measured.get(op.dtype) or device.matmul_peak(op.dtype)
         share = 1.0 if op.dtype in eff.measured else eff.compute(op.executed_flops, op.dtype)
+        if op.kind == "attention":
+            share = min(share, eff.attention_ceiling)
     else:
         peak = vector_peak(device)
         share = eff.vector_ceiling

@@ -63,6 +63,8 @@ class SearchResult:
     seconds: float
     ranked: list[tuple[TrainConfig, StepResult]]
     objective: str
+    fast_estimates: list[float]
+    """the vectorised step time of each ranked layout (checked against step_time in tests)"""
 
     @property
     def layouts_per_s(self) -> float:
@@ -215,12 +217,15 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
         if not fits[j]:
             break
         c = cases[idx[j][0]]
-        candidates.append(replace(c["g"], dp=c["dp"], pp=c["pp"], zero=int(z[j]),
-                                  virtual_stages=int(v[j]), offload_optimizer=bool(idx[j][1])))
+        candidates.append((replace(c["g"], dp=c["dp"], pp=c["pp"], zero=int(z[j]),
+                                   virtual_stages=int(v[j]), offload_optimizer=bool(idx[j][1])),
+                           float(t[j])))
     elapsed = time.perf_counter() - t0
-    ranked = [(cfg, step_time(m, cluster, cfg, eff)) for cfg in candidates]
-    ranked.sort(key=lambda r: r[1].step_time_s or float("inf"))
-    return SearchResult(len(z), int(fits.sum()), elapsed, ranked[:top], objective)
+    timed = [(cfg, step_time(m, cluster, cfg, eff), fast) for cfg, fast in candidates]
+    timed.sort(key=lambda r: r[1].step_time_s or float("inf"))
+    timed = timed[:top]
+    return SearchResult(len(z), int(fits.sum()), elapsed, [(c, s) for c, s, _ in timed],
+                        objective, [f for _, _, f in timed])
 
 
 def _evaluate_all(m: ModelSpec, cluster: Cluster, cases: list[dict[str, Any]], z: np.ndarray,
