@@ -130,7 +130,7 @@ def test_run_totals_chinchilla_default_and_cost():
 
 
 @pytest.mark.parametrize("model, gpus, gb", [("llama-3-8b", 16, 128), ("mixtral-8x7b", 16, 64),
-                                             ("llama-2-13b", 32, 128)])
+                                             ("llama-2-13b", 32, 128), ("llama-3-70b", 16, 32)])
 def test_search_agrees_with_step_time_and_only_returns_fitting_layouts(model, gpus, gb):
     m, c = get_model(model), default_cluster(get_device("h100"), gpus)
     r = search(m, c, TrainConfig(micro_batch=1, seq_len=4096, global_batch=gb, fused=True,
@@ -142,3 +142,5 @@ def test_search_agrees_with_step_time_and_only_returns_fitting_layouts(model, gp
         assert fast == pytest.approx(step.step_time_s, rel=1e-6)
     times = [s.step_time_s for _, s in r.ranked]
     assert times == sorted(times)
+    if model == "llama-3-70b":  # 70B on 16 GPUs only fits with full recomputation
+        assert all(cfg.recompute == "full" for cfg, _ in r.ranked)

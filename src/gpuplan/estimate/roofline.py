@@ -88,7 +88,20 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
                   op.kernels * op.count * eff.kernel_overhead_s, peak)
 
 
-def roofline(ops: OpList, device: Device, efficiency: Efficiency | None = None) -> Roofline:
-    """Place every op of `ops` on `device`'s roofline."""
+def roofline(ops: OpList, device: Device, efficiency: Efficiency | None = None,
+             cache: dict[tuple[object, ...], OpTime] | None = None) -> Roofline:
+    """Place every op of `ops` on `device`'s roofline. `cache` (for searches that time many
+    similar op lists) reuses the time of an op with the same kind, dtype, work and bytes."""
     eff = efficiency or default_efficiency(device)
-    return Roofline(device, eff, tuple(op_time(o, device, eff) for o in ops))
+    if cache is None:
+        return Roofline(device, eff, tuple(op_time(o, device, eff) for o in ops))
+    rows = []
+    for o in ops:
+        key = (o.kind, o.dtype, o.executed_flops, o.bytes_read, o.bytes_written, o.count,
+               o.kernels)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = op_time(o, device, eff)
+        rows.append(hit if hit.op is o else OpTime(o, hit.compute_s, hit.memory_s,
+                                                   hit.overhead_s, hit.peak_flops_per_s))
+    return Roofline(device, eff, tuple(rows))

@@ -76,26 +76,66 @@ def _divisors(n: int) -> list[int]:
 
 
 def _group_profile(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
-                   saved_cache: dict[tuple[int, ...], dict[str, float]]) -> dict[str, Any]:
-    """Per-micro-batch compute of one layer of each block kind, and what it saves."""
+                   saved_cache: dict[tuple[int, ...], dict[str, Any]],
+                   time_cache: dict[tuple[object, ...], Any]) -> dict[str, Any]:
+    """Per-micro-batch compute of one layer of each block kind, and what it saves.
+
+    Full recomputation is derived from the no-recompute profile of the same group (it adds
+    each layer's forward once more in backward and keeps only the layer inputs), which is
+    exactly what the builder emits; it halves the op lists a search builds."""
     impl = _impl(cfg, cfg.fused)
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
-    rl = roofline(ops, cluster.device, eff)
-    block_t: dict[str, float] = {}
-    for row in rl.rows:
-        o = row.op
-        key = o.layer if o.per_layer else ("embedding" if o.component == "embedding" else "head")
-        block_t[str(key)] = block_t.get(str(key), 0.0) + (
-            row.time_s / o.count if o.per_layer else row.time_s)
-    fwd_share = sum(r.time_s for r in rl.rows if r.op.phase == "forward") / rl.total_time_s
-    saved = _saved_per_block(ops)
     cache_key = (cfg.tp, cfg.cp, cfg.ep, cfg.micro_batch)
-    if cfg.recompute == "none":
-        saved_cache[cache_key] = saved
-    full = saved if cfg.recompute != "full" else saved_cache.get(cache_key) or _saved_per_block(
-        build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none")))
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
+    base = saved_cache.get(cache_key) if cfg.recompute == "full" else None
+    block_t: dict[str, float]
+    if base is not None:
+        block_t = {k: v + base["block_fwd"].get(k, 0.0) for k, v in base["block_t"].items()}
+        total = base["total"] + base["layer_fwd_total"]
+        fwd_share = base["fwd_total"] / total
+        attn_all = base["attn_all"] + base["attn_fwd"]
+        checkpoint = cfg.micro_batch * loc.seq * loc.rep * m.hidden_size * e
+        saved = {k: (checkpoint if k in (BLOCK_ATTN, BLOCK_ATTN_WINDOW) else 0.0)
+                 if k.startswith("layer") else v for k, v in base["saved"].items()}
+        full = base["saved"]
+        hw_flops = base["hw_flops"] + base["layer_fwd_flops"]
+    else:
+        ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+        rl = roofline(ops, cluster.device, eff, time_cache)
+        block_t = {}
+        block_fwd: dict[str, float] = {}
+        layer_fwd_total = fwd_total = attn_all = attn_fwd = layer_fwd_flops = 0.0
+        for row in rl.rows:
+            o = row.op
+            key = str(o.layer if o.per_layer else ("embedding" if o.component == "embedding"
+                                                   else "head"))
+            per = row.time_s / o.count if o.per_layer else row.time_s
+            block_t[key] = block_t.get(key, 0.0) + per
+            if o.phase == "forward":
+                fwd_total += row.time_s
+                if o.per_layer:
+                    block_fwd[key] = block_fwd.get(key, 0.0) + per
+                    layer_fwd_total += row.time_s
+                    if o.kind in ("matmul", "attention", "conv"):
+                        layer_fwd_flops += o.total_flops
+                if o.kind == "attention":
+                    attn_fwd += row.time_s
+            if o.kind == "attention":
+                attn_all += row.time_s
+        total = rl.total_time_s
+        fwd_share = fwd_total / total
+        saved = _saved_per_block(ops)
+        hw_flops = ops.flops(matmul_only=True)
+        if cfg.recompute == "none":
+            saved_cache[cache_key] = {
+                "block_t": block_t, "block_fwd": block_fwd, "total": total,
+                "fwd_total": fwd_total, "layer_fwd_total": layer_fwd_total,
+                "attn_all": attn_all, "attn_fwd": attn_fwd, "saved": saved,
+                "hw_flops": hw_flops, "layer_fwd_flops": layer_fwd_flops}
+            full = saved
+        else:
+            full = _saved_per_block(build_training(m, cfg.micro_batch, cfg.seq_len,
+                                                   replace(impl, recompute="none")))
     t_tok = cfg.micro_batch * loc.seq
     act_bytes = t_tok * m.hidden_size * e
     tp_ar = collective_time("all_reduce", act_bytes, cfg.tp, cluster,
@@ -109,12 +149,12 @@ def _group_profile(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Effici
         cp_local = max(1, min(cfg.cp, cluster.gpus_per_node // max(1, cfg.tp)))
         cp_layer = (collective_time("all_gather", kv, cfg.cp, cluster, cp_local).time_s
                     + collective_time("reduce_scatter", kv, cfg.cp, cluster, cp_local).time_s)
-    attn_core = sum(r.time_s for r in rl.rows if r.op.kind == "attention") / m.num_layers
+    attn_core = attn_all / m.num_layers
     layer_full = max((v for k, v in full.items() if k.startswith("layer")), default=0.0)
     widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp, m.hidden_size)
     return {"block_t": block_t, "fwd_share": fwd_share, "saved": saved, "tp_ar": tp_ar,
             "a2a": a2a, "cp_layer": cp_layer, "attn_core": attn_core, "act_bytes": act_bytes,
-            "hw_flops": ops.flops(matmul_only=True), "t_tok": t_tok, "vocab": loc.vocab,
+            "hw_flops": hw_flops, "t_tok": t_tok, "vocab": loc.vocab,
             "e": e, "working": 2 * t_tok * widest * e + (
                 2 * layer_full if cfg.recompute == "full" else 0.0)}
 
@@ -167,7 +207,8 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
     rcs = [r for r in RECOMPUTES if r != "selective" or base.attention == "naive"]
     bpp = state_bytes_per_param(base)
     tables: dict[tuple[int, int, int], _StageTable] = {}
-    saved_cache: dict[tuple[int, ...], dict[str, float]] = {}
+    saved_cache: dict[tuple[int, ...], dict[str, Any]] = {}
+    time_cache: dict[tuple[object, ...], Any] = {}
     cases: list[dict[str, Any]] = []
     for tp, cp, ep, rc, mb in itertools.product(tps, cps, eps, rcs, micro_batches):
         if gpus % (tp * cp):
@@ -180,7 +221,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
         g = replace(base, tp=tp, cp=cp, ep=ep, sp=tp > 1, recompute=rc, micro_batch=mb,
                     global_batch=gb, dp=1, pp=1, zero=0, fsdp="none", virtual_stages=1,
                     offload_optimizer=False)
-        prof = _group_profile(m, cluster, g, eff, saved_cache)
+        prof = _group_profile(m, cluster, g, eff, saved_cache, time_cache)
         bt = prof["block_t"]
         ar = 2 * (3 if rc == "full" else 2)
         for pp in pps:

@@ -338,7 +338,7 @@ def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
     c.bwd.extend(reversed([blocks.recomputed(o) for o in c.fwd]))
     c.fwd[:] = [replace(o, saved_bytes=0.0) for o in c.fwd]
     if checkpoint:
-        c.op("checkpoint", "copy", 0.0, 0.0, 0.0, saved=checkpoint)
+        c.op("checkpoint", "copy", 0.0, 0.0, 0.0, saved=checkpoint, kernels=0)  # bookkeeping
 
 
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
