@@ -74,6 +74,11 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
         gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
         gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1)] = None,
+        scale_up_gbps: Annotated[float | None, typer.Option(
+            "--scale-up-gbps", min=0.001, help="GPU-GPU link in a node, GB/s per direction")] =
+        None,
+        scale_out_gbps: Annotated[float | None, typer.Option(
+            "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
         dp: Annotated[int | None, typer.Option("--dp", min=1, help="default: the rest")] = None,
         tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
         pp: Annotated[int, typer.Option("--pp", min=1)] = 1,
@@ -117,7 +122,9 @@ def register(app: typer.Typer) -> None:
         if attention not in ("flash", "naive"):
             raise InputError("--attention", attention, "flash or naive")
         m, d = get_model(model), get_device(gpu)
-        cluster = default_cluster(d, gpus, gpus_per_node)
+        cluster = default_cluster(d, gpus, gpus_per_node,
+                                  scale_up_gbps * 1e9 if scale_up_gbps else None,
+                                  scale_out_gbps * 1e9 if scale_out_gbps else None)
         mp = tp * pp * cp
         if dp is None:
             if gpus % mp:

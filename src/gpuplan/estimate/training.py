@@ -86,6 +86,8 @@ class StepResult:
     peak_flops_per_s: float = 0.0
     dominant: str = ""
     assumptions: dict[str, Any] = field(default_factory=dict)
+    collectives: list[dict[str, Any]] = field(default_factory=list)
+    """each collective of the step (one call each): bytes, group, time, algbw, busbw"""
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -121,6 +123,7 @@ class StepResult:
             "hardware_flops_per_step": self.hardware_flops_per_step,
             "peak_flops_per_s": self.peak_flops_per_s,
             "memory": self.memory.to_json(), "assumptions": self.assumptions,
+            "collectives": self.collectives,
         }
 
 
@@ -180,17 +183,27 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         block_t[str(key)] = block_t.get(str(key), 0.0) + per
     fwd_share = sum(r.time_s for r in rl.rows if r.op.phase == "forward") / rl.total_time_s
 
+    calls: list[dict[str, Any]] = []
+
+    def coll(what: str, op: str, nbytes: float, group: int, local: int) -> float:
+        ct = collective_time(op, nbytes, group, cluster, local)
+        calls.append({"what": what, "op": op, "bytes": nbytes, "group": group,
+                      "time_s": ct.time_s, "algbw_bytes_per_s": ct.algbw_bytes_per_s,
+                      "busbw_bytes_per_s": ct.busbw_bytes_per_s, "link": ct.link})
+        return ct.time_s
+
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
     t_tok = cfg.micro_batch * loc.seq
     act_bytes = t_tok * m.hidden_size * e
     tp_local = min(cfg.tp, cluster.gpus_per_node)
-    tp_ar = collective_time("all_reduce", act_bytes, cfg.tp, cluster, tp_local).time_s
+    tp_ar = coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp, tp_local)
     # attention and MLP blocks: one all-reduce each forward, backward (and recomputed forward)
     ar_per_layer = 2 * (3 if cfg.recompute == "full" else 2)
     ep_local = max(1, min(cfg.ep, cluster.gpus_per_node // max(1, cfg.tp)))
-    a2a = (collective_time("all_to_all", t_tok * m.experts_per_token * m.hidden_size * e,
-                           cfg.ep, cluster, ep_local).time_s if m.is_moe and cfg.ep > 1 else 0.0)
+    a2a = (coll("expert parallel dispatch/combine", "all_to_all",
+                t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
+           if m.is_moe and cfg.ep > 1 else 0.0)
 
     stage_times = []
     stage_comm = []
@@ -224,8 +237,9 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     if cfg.cp > 1:
         kv = t_tok * cfg.cp * 2 * loc.kv_heads * m.head_size * e
         cp_local = max(1, min(cfg.cp, cluster.gpus_per_node // max(1, cfg.tp)))
-        per_layer = (collective_time("all_gather", kv, cfg.cp, cluster, cp_local).time_s
-                     + collective_time("reduce_scatter", kv, cfg.cp, cluster, cp_local).time_s)
+        per_layer = (coll("context parallel K/V, per layer", "all_gather", kv, cfg.cp, cp_local)
+                     + coll("context parallel dK/dV, per layer", "reduce_scatter", kv, cfg.cp,
+                            cp_local))
         attn_core = sum(r.time_s for r in rl.rows if r.op.kind == "attention") / m.num_layers
         layers = stages(m, cfg.tp, cfg.pp, cfg.ep)[slowest].layers
         cp_total = per_layer * layers * n_micro
@@ -235,7 +249,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     pp_total = pp_exposed = 0.0
     if p > 1:
         pp_local = 1 if cfg.tp * cfg.dp * cfg.cp >= cluster.gpus_per_node else 2
-        t_p2p = collective_time("send_recv", act_bytes, 2, cluster, pp_local).time_s
+        t_p2p = coll("pipeline activations, per micro-batch", "send_recv", act_bytes, 2, pp_local)
         pp_total = 2 * t_p2p * n_micro * (p - 1) / p * v
         pp_exposed = 2 * (p - 1) * t_p2p if overlap else pp_total
 
@@ -253,26 +267,25 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     fwd_mb = compute_mb * fwd_share
     if dp_group > 1:
         if z == 0:
-            dp_total = collective_time("all_reduce", grad_bytes, dp_group, cluster,
-                                       dp_local).time_s
+            dp_total = coll("data parallel gradients", "all_reduce", grad_bytes, dp_group, dp_local)
             dp_exposed = max(0.0, dp_total - bwd_mb) if overlap else dp_total
         elif z in (1, 2):
-            rs = collective_time("reduce_scatter", grad_bytes, dp_group, cluster, dp_local).time_s
-            ag = collective_time("all_gather", w_bytes, dp_group, cluster, dp_local).time_s
+            rs = coll("data parallel gradients", "reduce_scatter", grad_bytes, dp_group, dp_local)
+            ag = coll("updated parameters", "all_gather", w_bytes, dp_group, dp_local)
             dp_total = rs + ag
             dp_exposed = (max(0.0, rs - bwd_mb) + ag) if overlap else dp_total
         else:
-            ag = collective_time("all_gather", w_bytes, cfg.shard_group, cluster,
-                                 min(dp_local, cfg.shard_group)).time_s
-            rs = collective_time("reduce_scatter", grad_bytes, cfg.shard_group, cluster,
-                                 min(dp_local, cfg.shard_group)).time_s
+            ag = coll("ZeRO-3 parameters, per micro-batch and pass", "all_gather", w_bytes,
+                      cfg.shard_group, min(dp_local, cfg.shard_group))
+            rs = coll("ZeRO-3 gradients, per micro-batch", "reduce_scatter", grad_bytes,
+                      cfg.shard_group, min(dp_local, cfg.shard_group))
             per_mb = 2 * ag + rs
             dp_total = per_mb * n_micro
             exposed_mb = max(0.0, ag - fwd_mb) + max(0.0, ag + rs - bwd_mb)
             dp_exposed = exposed_mb * n_micro if overlap else dp_total
             if cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
-                ar = collective_time("all_reduce", grad_bytes / cfg.shard_group,
-                                     cfg.dp // cfg.shard_group, cluster, 1).time_s
+                ar = coll("hybrid-shard replica gradients", "all_reduce",
+                          grad_bytes / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
                 dp_total += ar
                 dp_exposed += ar
 
@@ -297,6 +310,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
     res.hardware_flops_per_step = ops.flops(matmul_only=True) * n_micro * cfg.dp * cfg.tp * cfg.cp
+    res.collectives = calls
     res.assumptions = {
         "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
