@@ -342,15 +342,16 @@ def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str
                  z: int) -> dict[str, float]:
     t = cfg.micro_batch * seq_local
     items: dict[str, float] = {}
-    # backward of one layer: its recomputed activations (full recompute) plus the gradients
-    # flowing through it (about two of its largest tensors)
+    # Transient peak on top of the saved activations: the loss backward holds fp32 logits and
+    # their gradient (last stage); later, one layer's backward holds its recomputed
+    # activations (full recompute) and the gradients flowing through it (about two of its
+    # widest tensors). They are never live together: the larger one counts.
     layer_full = max((v for k, v in full_block.items() if k.startswith("layer")), default=0.0)
     widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
                  m.hidden_size)
-    items["backward_working_set"] = 2 * t * widest * e + (
-        layer_full * 2 if cfg.recompute == "full" else 0.0)
-    if st.has_head:  # fp32 logits and their gradient during the loss backward
-        items["logits_and_loss"] = t * vocab_local * (FP32 + e)
+    layer_backward = 2 * t * widest * e + (layer_full if cfg.recompute == "full" else 0.0)
+    loss = t * vocab_local * (FP32 + e) if st.has_head else 0.0
+    items["transient_peak"] = max(layer_backward, loss)
     if z >= 3:  # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in
         # the compute dtype, plus one layer's unsharded gradients before reduce-scatter
         layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
@@ -365,8 +366,7 @@ def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str
     if max(cfg.dp, cfg.tp, cfg.pp, cfg.cp, cfg.ep) > 1:
         items["nccl_buffers"] = NCCL_BYTES
     items["cuda_context"] = float(cfg.cuda_context_bytes)
-    dynamic = acts + items["backward_working_set"] + items.get("logits_and_loss", 0.0)
-    items["fragmentation"] = cfg.fragmentation * dynamic
+    items["fragmentation"] = cfg.fragmentation * (acts + items["transient_peak"])
     return items
 
 
@@ -400,9 +400,9 @@ def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig
                                             trace.param_tensors)
     acts = float(trace.saved_activation_bytes)
     widest = max((o.bytes_written for o in trace.ops.phase("forward")), default=0.0)
-    other = {"backward_working_set": 2 * widest,
+    other = {"transient_peak": 2 * widest,
              "cuda_context": float(cfg.cuda_context_bytes if device.kind != "cpu" else 0)}
-    other["fragmentation"] = cfg.fragmentation * (acts + other["backward_working_set"])
+    other["fragmentation"] = cfg.fragmentation * (acts + other["transient_peak"])
     other_items = {k: int(v) for k, v in other.items()}
     per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
                "activations": int(acts), "other": sum(other_items.values())}

@@ -25,6 +25,7 @@ from gpuplan.estimate.memory import (
     CUDA_CONTEXT_BYTES,
     DDP_BUCKET_BYTES,
     NCCL_BYTES,
+    OFFLOAD_BUCKET_ELEMENTS,
     Recompute,
     TrainConfig,
     _saved_per_block,
@@ -63,8 +64,9 @@ class SearchResult:
     seconds: float
     ranked: list[tuple[TrainConfig, StepResult]]
     objective: str
-    fast_estimates: list[float]
-    """the vectorised step time of each ranked layout (checked against step_time in tests)"""
+    fast_estimates: list[tuple[float, float]]
+    """vectorised (step time, memory bytes) of each ranked layout (checked in tests against
+    step_time and train_memory)"""
 
     @property
     def layouts_per_s(self) -> float:
@@ -156,7 +158,7 @@ def _group_profile(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Effici
             "a2a": a2a, "cp_layer": cp_layer, "attn_core": attn_core, "act_bytes": act_bytes,
             "hw_flops": hw_flops, "t_tok": t_tok, "vocab": loc.vocab,
             "e": e, "working": 2 * t_tok * widest * e + (
-                2 * layer_full if cfg.recompute == "full" else 0.0)}
+                layer_full if cfg.recompute == "full" else 0.0)}
 
 
 @dataclass(frozen=True)
@@ -249,9 +251,10 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
                         z.append(zz)
                         v.append(vv)
                         idx.append((k, off))
-    t, fits = _evaluate_all(m, cluster, cases, np.array(z), np.array(v),
-                            np.array([o for _, o in idx]), np.array([k for k, _ in idx]), bpp,
-                            eff)
+    t, mem = _evaluate_all(m, cluster, cases, np.array(z), np.array(v),
+                           np.array([o for _, o in idx]), np.array([k for k, _ in idx]), bpp,
+                           eff)
+    fits = mem <= device.memory_bytes
     order = np.argsort(np.where(fits, t, np.inf))
     candidates = []
     for j in order[: max(top * 3, top)]:
@@ -260,7 +263,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
         c = cases[idx[j][0]]
         candidates.append((replace(c["g"], dp=c["dp"], pp=c["pp"], zero=int(z[j]),
                                    virtual_stages=int(v[j]), offload_optimizer=bool(idx[j][1])),
-                           float(t[j])))
+                           (float(t[j]), float(mem[j]))))
     elapsed = time.perf_counter() - t0
     timed = [(cfg, step_time(m, cluster, cfg, eff), fast) for cfg, fast in candidates]
     timed.sort(key=lambda r: r[1].step_time_s or float("inf"))
@@ -272,7 +275,8 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
 def _evaluate_all(m: ModelSpec, cluster: Cluster, cases: list[dict[str, Any]], z: np.ndarray,
                   v: np.ndarray, off: np.ndarray, k: np.ndarray, bpp: dict[str, float],
                   eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
-    """Step time and fit of every layout row: step_time's and train_memory's formulas."""
+    """Step time and peak memory of every layout row: step_time's and train_memory's
+    formulas."""
     device = cluster.device
     gpn = cluster.gpus_per_node
     # per-case scalars (collectives depend on sizes and groups, not on z or v)
@@ -311,8 +315,8 @@ def _evaluate_all(m: ModelSpec, cluster: Cluster, cases: list[dict[str, Any]], z
             col[f"p_{name}"][i] = st.params
             held = float(min(pp - st.index, max(n_micro, 1))) if pp > 1 else 1.0
             col[f"t_{name}"][i] = held
-            dyn = prof["working"] + (prof["t_tok"] * prof["vocab"] * (FP32 + prof["e"])
-                                     if st.has_head else 0.0)
+            dyn = max(prof["working"], prof["t_tok"] * prof["vocab"] * (FP32 + prof["e"])
+                      if st.has_head else 0.0)
             col[f"dyn_{name}"][i] = dyn
             col[f"mem_fixed_{name}"][i] = dyn + CUDA_CONTEXT_BYTES * (device.kind != "cpu") + (
                 NCCL_BYTES if max(dp, g.tp, pp, g.cp, g.ep) > 1 else 0.0)
@@ -341,18 +345,20 @@ def _evaluate_all(m: ModelSpec, cluster: Cluster, cases: list[dict[str, Any]], z
         p = x[f"p_{name}"]
         tensors = m.param_tensors() * p / m.params()
         w = p * bpp["weights"] / np.where(z >= 3, group, 1)
-        gr = p * bpp["gradients"] / np.where(z >= 2, group, 1)
+        gr = np.where(off & (z >= 2), 0.0, p * bpp["gradients"] / np.where(z >= 2, group, 1))
         o = np.where(off, 0.0, (p * bpp["optimizer"] + (tensors * 4 if adam else 0))
                      / np.where(z >= 1, group, 1))
         inflight = np.where(pp > 1, x[f"t_{name}"] * np.where(v > 1, 1 + (pp - 1) / (pp * v),
                                                               1.0), 1.0)
         a = x[f"act_{name}"] * inflight
-        other = x[f"mem_fixed_{name}"] + np.where(
-            z >= 3, x["layer_params"] * (2 * bpp["weights"] + bpp["gradients"]),
-            np.where(x["dp"] > 1, 2 * DDP_BUCKET_BYTES, 0.0))
+        other = x[f"mem_fixed_{name}"] + np.select(
+            [z >= 3, off & (z == 2), x["dp"] > 1],
+            [x["layer_params"] * (2 * bpp["weights"] + bpp["gradients"]),
+             np.minimum(OFFLOAD_BUCKET_ELEMENTS, p) * bpp["gradients"], 2 * DDP_BUCKET_BYTES],
+            0.0)
         other = other + x["frag"] * (a + x[f"dyn_{name}"])
         mem = np.maximum(mem, w + gr + o + a + other)
-    return t, mem <= device.memory_bytes
+    return t, mem
 
 
 def result_json(r: SearchResult) -> dict[str, Any]:

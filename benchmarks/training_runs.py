@@ -1,0 +1,805 @@
+"""Published training runs as structured records, to validate gpuplan's step-time model.
+
+Every row of `shared/data/training_runs.csv` (188 rows) is either in RUNS (modelled: the model
+architecture built explicitly as a ModelSpec, the hardware, the parallel layout and kernels as
+TrainConfig keyword arguments, and the published number with its FLOP-counting convention) or
+in SKIPPED (with the reason). `benchmarks/validate_training.py` turns each record into a
+prediction and compares.
+
+Conventions (`Metric.convention`; validate_training.py converts the prediction the same way):
+
+- megatron-eq3: TFLOP/s per GPU = 96·B·s·l·h²·(1 + s/6h + V/16lh) / (GPUs x step time)
+  (Narayanan et al. 2021 eq. 3; B = global batch in sequences). Counts the recompute forward
+  (the factor 96 = 24 x 4 passes), attention scores in full (s x s, not the causal half), logits
+  3 passes; GEMMs only. Megatron-DeepSpeed logs the same formula (BLOOM's 150 TFLOP/s).
+- llmfoundry-mfu: MFU % = (6·N·s + 12·L·d·s²) x sequences/s / (GPUs x 312e12)
+  (llm-foundry scripts/train/benchmarking/collect_results.py): N = every parameter, including
+  the learned position table; attention in full (not causal); no recompute.
+- palm-mfu: MFU % = (6·N + 12·L·H·Q·T) x tokens/s / (chips x 275e12) (Chowdhery et al. 2022
+  App. B): attention in full, no rematerialisation; N = all parameters.
+- library-hfu: gpuplan's own HFU (executed matmul FLOPs incl. recompute / peak); used for
+  PaLM's 57.8 % HFU, which counts rematerialised FLOPs.
+- tokens-per-gpu: tokens/s / GPUs (convention-free).
+- gpu-hours: tokens / (tokens/s) x GPUs / 3600, with `Metric.tokens` the run's tokens.
+- wall-days / wall-minutes: tokens / (tokens/s) / 86400 (or / 60).
+
+Each record's `inferred` lists the settings that are not published (and how they were chosen);
+`notes` gives the source and every assumption. Nothing here is fitted to the published values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.specs.catalog import get_model
+from gpuplan.specs.model import Activation, ModelSpec
+
+CSV_NAME = "training_runs.csv"
+"""The source file, in the steering repository's shared/data/ folder."""
+
+CONVENTIONS: dict[str, str] = {
+    "megatron-eq3": "96·B·s·l·h²(1 + s/6h + V/16lh) / (GPUs·step): recompute forward counted, "
+                    "attention full s×s (Narayanan et al. 2021 eq. 3)",
+    "llmfoundry-mfu": "(6·N·s + 12·L·d·s²)·seq/s / (GPUs·312e12): no recompute, attention full, "
+                      "N incl. position table (llm-foundry collect_results.py)",
+    "palm-mfu": "(6·N + 12·L·H·Q·T)·tokens/s / (chips·275e12): no remat, attention full "
+                "(PaLM App. B)",
+    "library-hfu": "gpuplan HFU: executed matmul FLOPs incl. recompute / (GPUs·step·peak)",
+    "tokens-per-gpu": "tokens/s / GPUs",
+    "gpu-hours": "tokens / (tokens/s) · GPUs / 3600",
+    "wall-days": "tokens / (tokens/s) / 86400",
+    "wall-minutes": "tokens / (tokens/s) / 60",
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One published number and how it was counted."""
+
+    column: str
+    """training_runs.csv column it comes from (tflops_per_gpu, mfu_pct, hfu_pct,
+    tokens_per_sec_per_gpu, total_gpu_hours, wall_days)"""
+    value: float
+    convention: str
+    """a key of CONVENTIONS: how validate_training.py converts a prediction"""
+    counts_recompute: bool | None
+    """True: the number counts recomputed FLOPs (HFU-like); None: not a FLOP rate"""
+    counts_attention: bool | None
+    """True: attention score/value FLOPs counted (all here count them in full, s x s)"""
+    tokens: float | None = None
+    """tokens of the whole run (for GPU-hours and wall-time metrics)"""
+    primary: bool = True
+    """statistics use the primary metric only (one per record)"""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One csv row, ready for gpuplan.estimate.training.step_time."""
+
+    run_id: str
+    family: str
+    """source family, for per-family statistics and the stratified split"""
+    model: ModelSpec
+    device: str
+    """catalog device name"""
+    num_gpus: int
+    gpus_per_node: int
+    train: dict[str, Any]
+    """TrainConfig keyword arguments (dp x tp x pp x cp = num_gpus)"""
+    metrics: tuple[Metric, ...]
+    source: str
+    verification: str
+    """the csv's verification tag"""
+    inferred: tuple[str, ...] = ()
+    """settings not given by the source: 'field: how it was chosen'"""
+    cluster: dict[str, Any] = field(default_factory=dict)
+    """default_cluster overrides (scale_out_bytes_per_s, ...)"""
+    notes: str = ""
+
+    @property
+    def primary(self) -> Metric:
+        return next(m for m in self.metrics if m.primary)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    run_id: str
+    reason: str
+
+
+# ---- architectures ------------------------------------------------------------------------
+
+def megatron_gpt(name: str, h: int, layers: int, heads: int, vocab: int = 51200,
+                 seq: int = 2048, dropout: float = 0.1) -> ModelSpec:
+    """Megatron-LM GPT (2021): learned positions, pre-LayerNorm, GELU MLP 4h, tied embeddings,
+    biases everywhere, hidden and attention dropout 0.1 (Megatron defaults)."""
+    return ModelSpec(
+        name=name, family="megatron-gpt", source="Narayanan et al. 2021 Table 1 / eq. 2",
+        vocab_size=vocab, hidden_size=h, num_layers=layers, num_heads=heads,
+        intermediate_size=4 * h, mlp="plain", activation="gelu_tanh", norm="layernorm",
+        position="learned", max_position_embeddings=seq, tie_embeddings=True, qkv_bias=True,
+        out_bias=True, mlp_bias=True, hidden_dropout=dropout, attention_dropout=dropout,
+        embedding_dropout=dropout)
+
+
+MPT_SHAPES: dict[str, tuple[int, int, int]] = {
+    # size: (d_model, n_layers, n_heads) from llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml
+    "125m": (768, 12, 12), "350m": (1024, 24, 16), "760m": (1536, 24, 12),
+    "1b": (2048, 24, 16), "3b": (2560, 32, 20), "7b": (4096, 32, 32),
+    "13b": (5120, 40, 40), "30b": (7168, 48, 56), "70b": (8192, 80, 64),
+}
+
+
+def mpt(size: str, seq: int) -> ModelSpec:
+    """MPT as llm-foundry's throughput benchmarks ran it: the yamls set only d_model, n_heads,
+    n_layers, expansion_ratio 4, vocab 50368 and max_seq_len, so MPTConfig defaults apply:
+    learned_pos_emb=True (max_seq_len rows), no_bias=False, alibi=False, GELU, tied embeddings,
+    (low-precision) LayerNorm with bias, no dropout. This reproduces the README's NumParams
+    exactly (e.g. 7b at 2048: 6,658,859,008; 125m at 65536: 174,070,272)."""
+    d, layers, heads = MPT_SHAPES[size]
+    return ModelSpec(
+        name=f"mpt-{size}-s{seq}", family="mpt",
+        source="mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml + MPTConfig defaults",
+        vocab_size=50368, hidden_size=d, num_layers=layers, num_heads=heads,
+        intermediate_size=4 * d, mlp="plain", activation="gelu", norm="layernorm",
+        position="learned", max_position_embeddings=seq, tie_embeddings=True, qkv_bias=True,
+        out_bias=True, mlp_bias=True)
+
+
+def gpt2_like(name: str, family: str, h: int, layers: int, heads: int, vocab: int, seq: int,
+              bias: bool = True, dropout: float = 0.1, activation: Activation = "gelu_tanh",
+              source: str = "") -> ModelSpec:
+    """GPT-2 / GPT-3 style: learned positions, pre-LayerNorm, GELU MLP 4h, tied embeddings."""
+    return ModelSpec(
+        name=name, family=family, source=source or None, vocab_size=vocab, hidden_size=h,
+        num_layers=layers, num_heads=heads, intermediate_size=4 * h, mlp="plain",
+        activation=activation, norm="layernorm", position="learned",
+        max_position_embeddings=seq, tie_embeddings=True, qkv_bias=bias, out_bias=bias,
+        mlp_bias=bias, hidden_dropout=dropout, attention_dropout=dropout,
+        embedding_dropout=dropout)
+
+
+def llama1(size: str) -> ModelSpec:
+    """LLaMA-1 (Touvron et al. 2023, Table 2): RMSNorm, SwiGLU, RoPE, untied, vocab 32000;
+    intermediate sizes from the released params.json (multiple_of 256 rounding)."""
+    d, layers, heads, ff = {"7B": (4096, 32, 32, 11008), "13B": (5120, 40, 40, 13824),
+                            "33B": (6656, 60, 52, 17920), "65B": (8192, 80, 64, 22016)}[size]
+    return ModelSpec(
+        name=f"llama-{size.lower()}", family="llama", source="Touvron et al. 2023 Table 2",
+        vocab_size=32000, hidden_size=d, num_layers=layers, num_heads=heads,
+        intermediate_size=ff, mlp="gated", activation="silu", norm="rmsnorm", position="rope",
+        max_position_embeddings=2048, tie_embeddings=False)
+
+
+OPT_175B = ModelSpec(
+    name="opt-175b", family="opt", source="Zhang et al. 2022 Table 1; facebook/opt config",
+    vocab_size=50272, hidden_size=12288, num_layers=96, num_heads=96, intermediate_size=49152,
+    mlp="plain", activation="relu", norm="layernorm", position="learned",
+    max_position_embeddings=2048, position_offset=2, tie_embeddings=True, qkv_bias=True,
+    out_bias=True, mlp_bias=True, hidden_dropout=0.1, attention_dropout=0.0,
+    embedding_dropout=0.1)
+
+BLOOM_176B = ModelSpec(
+    name="bloom-176b", family="bloom",
+    source="bigscience tr11-176B-ml.slurm (NHIDDEN 14336, NLAYERS 70, NHEADS 112, "
+           "--pad-vocab-size-to 250880, --embed-layernorm, --position-embedding-type alibi)",
+    vocab_size=250880, hidden_size=14336, num_layers=70, num_heads=112,
+    intermediate_size=4 * 14336, mlp="plain", activation="gelu_tanh", norm="layernorm",
+    position="none", embedding_norm=True, tie_embeddings=True, qkv_bias=True, out_bias=True,
+    mlp_bias=True)
+
+PALM_540B = ModelSpec(
+    name="palm-540b", family="palm", source="Chowdhery et al. 2022 Table 1 / Sec. 2",
+    vocab_size=256000, hidden_size=18432, num_layers=118, num_heads=48, num_kv_heads=1,
+    head_dim=256, intermediate_size=4 * 18432, mlp="gated", activation="silu", norm="layernorm",
+    position="rope", max_position_embeddings=2048, tie_embeddings=True)
+"""Approximations: PaLM's parallel attention+MLP block is modelled as the usual serial block
+(same FLOPs; the parallel form fuses the input matmuls, ~15 % faster per the paper); its
+LayerNorm has no bias (counted with bias here: +0.004B of 540.35B); MQA (1 K/V head) and
+SwiGLU with d_ff = 4d are represented exactly. Parameter count 540.36B (paper: 540.35B)."""
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def _tflops(value: float, note: str = "") -> Metric:
+    return Metric("tflops_per_gpu", value, "megatron-eq3", True, True, note=note)
+
+
+_MEG_T1 = ("Narayanan et al. 2021 'Efficient Large-Scale Language Model Training on GPU "
+           "Clusters Using Megatron-LM' Table 1 (NVIDIA/Megatron-LM README cases_april2021.png)")
+_MEG_T2 = "Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3)"
+_LF = ("mosaicml/llm-foundry scripts/train/benchmarking/README.md @8c8dd48 (A100 tables); "
+       "configs from submit_benchmarks.py and yamls/pretrain/mpt-*.yaml")
+_FA = "Dao-AILab/flash-attention training/README.md 'Training speed' @0251105"
+_FA1 = "Dao et al. 2022 'FlashAttention' Table 2 and App. E.2"
+
+
+def _megatron_fused() -> dict[str, Any]:
+    # Megatron-LM 2021: fp16 mixed precision, full activation recomputation (eq. 3 assumes it),
+    # materialised attention with fused scale-mask-softmax kernels, fused bias-GeLU and
+    # bias-dropout-add (paper Sec. 4.2), no ZeRO.
+    return {"seq_len": 2048, "precision": "fp16-mixed", "recompute": "full",
+            "attention": "naive", "fused": True, "zero": 0}
+
+
+# ---- Megatron-LM 2021 Table 1 -------------------------------------------------------------
+
+_T1 = [  # run_id suffix, h, layers, heads, gpus, batch, tp, pp, dp, published TFLOP/s
+    ("1.7B", 2304, 24, 24, 32, 512, 1, 1, 32, 137),
+    ("3.6B", 3072, 30, 32, 64, 512, 2, 1, 32, 138),
+    ("7.5B", 4096, 36, 32, 128, 512, 4, 1, 32, 142),
+    ("18B", 6144, 40, 48, 256, 1024, 8, 1, 32, 135),
+    ("39B", 8192, 48, 64, 512, 1536, 8, 2, 32, 138),
+    ("76B", 10240, 60, 80, 1024, 1792, 8, 4, 32, 140),
+    ("145B", 12288, 80, 96, 1536, 2304, 8, 8, 24, 148),
+    ("310B", 16384, 96, 128, 1920, 2160, 8, 16, 15, 155),
+    ("530B", 20480, 105, 128, 2520, 2520, 8, 35, 9, 163),
+    ("1T", 25600, 128, 160, 3072, 3072, 8, 64, 6, 163),
+]
+
+
+def _smallest_divisor_above_one(n: int) -> int:
+    return next(v for v in range(2, n + 1) if n % v == 0)
+
+
+def _megatron_t1() -> list[TrainingRun]:
+    out = []
+    for sfx, h, layers, heads, gpus, batch, tp, pp, dp, tf in _T1:
+        verified_split = sfx in ("1.7B", "1T")
+        v = _smallest_divisor_above_one(layers // pp) if pp > 1 else 1
+        inferred = ["micro_batch: 1 (not in Table 1; Table 2's PTD-P rows and Figs. 11-14 use 1)"]
+        if not verified_split:
+            inferred.append("tp/pp: TP = min(model-parallel size, 8), the csv's inferred split")
+        if pp > 1:
+            inferred.append(f"virtual_stages: {v} (Sec. 5.1 says the interleaved schedule was "
+                            "used; v not published: smallest v > 1 dividing layers per stage)")
+        out.append(TrainingRun(
+            run_id=f"megatron2021-{sfx}", family="megatron2021-t1",
+            model=megatron_gpt(f"megatron-gpt-{sfx}", h, layers, heads),
+            device="A100-SXM-80GB", num_gpus=gpus, gpus_per_node=8,
+            train={**_megatron_fused(), "micro_batch": 1, "global_batch": batch, "dp": dp,
+                   "tp": tp, "pp": pp, "virtual_stages": v},
+            metrics=(_tflops(tf, "end-to-end incl. data loading, optimizer, logging"),),
+            source=_MEG_T1,
+            verification="VERIFIED-primary (TFLOP/s, GPUs, batch, model-parallel size); "
+                         + ("TP/PP VERIFIED-secondary" if verified_split else "TP/PP inferred"),
+            inferred=tuple(inferred),
+            notes="Selene: DGX A100 80GB, 8x HDR 200 Gb/s IB per node (catalog default 25 GB/s "
+                  "per GPU). Vocab 51200, seq 2048. Scatter/gather p2p optimisation not "
+                  "modelled (gpuplan sends the full activation per GPU; only fill/drain is "
+                  "exposed).",
+        ))
+    return out
+
+
+# ---- Megatron-LM 2021 Table 2 (175B, PTD-P vs ZeRO-3) -------------------------------------
+
+def _megatron_t2() -> list[TrainingRun]:
+    out = []
+    m = megatron_gpt("gpt3-175b-megatron", 12288, 96, 96)
+    ptd = {384: (153, 84), 768: (149, 43), 1536: (141, 23)}
+    zero3 = {384: (144, 90, 4), 768: (88, 74, 2), 1536: (44, 74, 1)}
+    for gpus, (tf, days) in ptd.items():
+        out.append(TrainingRun(
+            run_id=f"megatron2021-T2-175B-PTD-{gpus}", family="megatron2021-t2", model=m,
+            device="A100-SXM-80GB", num_gpus=gpus, gpus_per_node=8,
+            train={**_megatron_fused(), "micro_batch": 1, "global_batch": 1536,
+                   "dp": gpus // 96, "tp": 8, "pp": 12, "virtual_stages": 2},
+            metrics=(_tflops(tf),
+                     Metric("wall_days", days, "wall-days", None, None, tokens=300e9,
+                            primary=False, note="paper's projection for 300B tokens (eq. 4)")),
+            source=_MEG_T2,
+            verification="VERIFIED-secondary (read from a description of the table image)",
+            inferred=("tp/pp: 8 x 12 for model-parallel size 96 (TP = 8 within a DGX; "
+                      "llm-analysis reproduces the table with the same split)",
+                      "virtual_stages: 2 (interleaved schedule, Sec. 5.1; v not published)"),
+            notes="Table 2: model-parallel size 96, batch 1536, microbatch 1 (transcribed copy "
+                  "of the table). GPT-3 175B shape h 12288, 96 layers, 96 heads, vocab 51200.",
+        ))
+    for gpus, (tf, days, mb) in zero3.items():
+        out.append(TrainingRun(
+            run_id=f"megatron2021-T2-175B-ZeRO3-{gpus}", family="megatron2021-t2", model=m,
+            device="A100-SXM-80GB", num_gpus=gpus, gpus_per_node=8,
+            train={**_megatron_fused(), "micro_batch": mb, "global_batch": 1536, "dp": gpus,
+                   "zero": 3},
+            metrics=(_tflops(tf),
+                     Metric("wall_days", days, "wall-days", None, None, tokens=300e9,
+                            primary=False, note="paper's projection for 300B tokens (eq. 4)")),
+            source=_MEG_T2,
+            verification="VERIFIED-secondary (read from a description of the table image)",
+            inferred=("recompute: full (eq. 3 counts it; the paper does not say for ZeRO-3)",),
+            notes="ZeRO-3 (DeepSpeed) without model parallelism, microbatch 4/2/1 at "
+                  "384/768/1536 GPUs, batch 1536 fixed. TFLOP/s by the same eq. 3.",
+        ))
+    return out
+
+
+# ---- OPT, BLOOM, PaLM ---------------------------------------------------------------------
+
+def _production() -> list[TrainingRun]:
+    opt = TrainingRun(
+        run_id="opt-175B", family="opt", model=OPT_175B, device="A100-SXM-80GB",
+        num_gpus=992, gpus_per_node=8,
+        train={"micro_batch": 8, "seq_len": 2048, "precision": "fp16-mixed", "dp": 124,
+               "tp": 8, "fsdp": "full", "global_batch": 992, "recompute": "full",
+               "attention": "naive", "fused": True},
+        metrics=(_tflops(147, "'up to 147 TFLOP/s per GPU': a peak, not an average; the "
+                              "FLOP convention is not stated (eq. 3 with recompute assumed: "
+                              "metaseq descends from Megatron; 147 model TFLOP/s would be 63 % "
+                              "HFU, implausible for 2021 software)"),),
+        source="Zhang et al. 2022 'OPT' Sec. 2.4-2.5",
+        verification="VERIFIED-primary (147 TFLOP/s); TP=8 UNVERIFIED",
+        inferred=("tp: 8 (Megatron TP in FSDP; csv marks TP=8 UNVERIFIED)",
+                  "global_batch: 992 sequences = 124 DP ranks x 8 (~2.03M tokens; the paper "
+                  "says 2M tokens, which 124 ranks cannot split into 1024 sequences)",
+                  "micro_batch: 8 (no gradient accumulation)",
+                  "recompute: full (metaseq 175B config checkpoints activations)",
+                  "attention: naive (2021-22 metaseq, Megatron fused softmax)"),
+        notes="FSDP (full shard over the 124 DP ranks) + Megatron tensor parallelism 8; fp16 "
+              "weights, fp32 Adam states. OPT config: ReLU, dropout 0.1, no attention dropout, "
+              "vocab 50272.",
+    )
+    bloom = TrainingRun(
+        run_id="bloom-176B", family="bloom", model=BLOOM_176B, device="A100-SXM-80GB",
+        num_gpus=384, gpus_per_node=8,
+        train={"micro_batch": 2, "seq_len": 2048, "precision": "bf16-mixed", "dp": 8, "tp": 4,
+               "pp": 12, "zero": 1, "global_batch": 2048, "recompute": "full",
+               "attention": "naive", "fused": True},
+        metrics=(_tflops(150, "model card '~150 TFLOP/s'; Megatron-DeepSpeed logs eq. 3 with "
+                              "checkpoint_activations_factor 4 (BLOOM paper: 156)"),),
+        source="bigscience/bloom model card 'Speeds, Sizes, Times'; layout from "
+               "bigscience-workshop/bigscience train/tr11-176B-ml/tr11-176B-ml.slurm",
+        verification="VERIFIED-primary (150 TFLOP/s); layout read in tr11-176B-ml.slurm "
+                     "(csv marked it UNVERIFIED)",
+        inferred=("zero: 1 (slurm sets ZERO_STAGE=0 but notes the bf16 optimizer implements "
+                  "its own ZeRO-1; the BLOOM paper says ZeRO-1)",
+                  "scale_out: 6.25 GB/s per GPU (Jean Zay: 4 Omni-Path 100 Gb/s links per "
+                  "8-GPU node, model card)"),
+        cluster={"scale_out_bytes_per_s": 6.25e9},
+        notes="tr11-176B-ml.slurm: TP 4, PP 12, 48 nodes (DP 8), MICRO_BATCH_SIZE 2, "
+              "GLOBAL_BATCH_SIZE 2048 (after ramp-up), --checkpoint-activations, --bf16, ALiBi, "
+              "embedding LayerNorm, vocab padded to 250880. Not modelled: "
+              "--pp-partition-method 'type:transformer|embedding' (embeddings count as layers "
+              "when balancing stages) and CUDA_LAUNCH_BLOCKING=1 (set in the slurm script; "
+              "serialises kernel launches and hurts overlap).",
+    )
+    palm = TrainingRun(
+        run_id="palm-540B", family="palm", model=PALM_540B, device="TPU-v4",
+        num_gpus=6144, gpus_per_node=3072,
+        train={"micro_batch": 4, "seq_len": 2048, "precision": "bf16-mixed", "dp": 512,
+               "tp": 12, "sp": True, "fsdp": "hybrid", "shard_size": 256,
+               "global_batch": 2048, "recompute": "full", "attention": "flash", "fused": True,
+               "dropout": False},
+        metrics=(Metric("mfu_pct", 46.2, "palm-mfu", False, True,
+                        note="PaLM Table 3 (attention in full, 6N + 12LHQT)"),
+                 Metric("hfu_pct", 57.8, "library-hfu", True, True, primary=False,
+                        note="counts rematerialised FLOPs; PaLM rematerialised selectively "
+                             "(HFU/MFU = 1.25), we model full recompute (ratio ~1.33)")),
+        source="Chowdhery et al. 2022 PaLM Sec. 4 / Table 3",
+        verification="VERIFIED-secondary",
+        inferred=("gpus_per_node: 3072 = one pod on ICI (gpuplan's scale-up domain); pods joined "
+                  "by the catalog's default network (12.5 GB/s per chip; the DCN is not in the "
+                  "catalog)",
+                  "fsdp: hybrid, shard group 256 (256-way FSDP-style DP within a pod, DP across "
+                  "the 2 pods)",
+                  "sp: True (GSPMD shards activations over the 12-way model axis too)",
+                  "global_batch: 2048 sequences (final batch size; PaLM ramps 512 -> 1024 -> "
+                  "2048; which phase Table 3 measured is not stated)",
+                  "micro_batch: 4 = 2048 / 512 replicas (no accumulation)",
+                  "recompute: full (PaLM rematerialises; HFU/MFU = 1.25 says partially)",
+                  "attention: flash (TPU XLA attention is not materialised through HBM the "
+                  "GPU way; an approximation)"),
+        notes="PaLM 540B: 118 layers, d 18432, 48 heads x 256, MQA, SwiGLU d_ff 4d, vocab "
+              "256k shared input/output, no dropout. Parallel attention+MLP layers are "
+              "modelled serially (see PALM_540B). ICI is a 3D torus; gpuplan models the "
+              "scale-up domain as fully connected at 270 GB/s per chip (catalog, uncertain).",
+    )
+    return [opt, bloom, palm]
+
+
+# ---- LLaMA 1 and 2 ------------------------------------------------------------------------
+
+def _llama() -> list[TrainingRun]:
+    out = []
+    src1 = ("Touvron et al. 2023 'LLaMA' Sec. 2.4 (380 tokens/s/GPU on 2048 A100 80GB for 65B) "
+            "and Table 15 (GPU-hours)")
+    common = {"precision": "bf16-mixed", "fsdp": "full", "recompute": "selective",
+              "attention": "flash", "fused": False}
+    llama_inferred = (
+        "tp: the model-parallel size of Meta's released checkpoints (1/2/4/8 shards for "
+        "7B/13B/33B/65B); sp: True (paper: 'model and sequence parallelism')",
+        "fsdp: full over DP (needed to fit the optimizer states; the paper does not name it)",
+        "recompute: selective (paper: saves linear-layer outputs, recomputes the cheap rest; "
+        "gpuplan's 'selective' adds no matmul recompute with flash attention)",
+        "attention: flash (xformers memory-efficient causal attention)",
+        "micro_batch: the per-replica share of the 2048-sequence batch (no accumulation)",
+        "precision: bf16 (not stated)",
+        "fused: False (custom backward with xformers, eager norms/activations)")
+    for size, tp, tokens, hours in (("7B", 1, 1.0e12, 82432), ("13B", 2, 1.0e12, 135168),
+                                    ("33B", 4, 1.4e12, 530432), ("65B", 8, 1.4e12, 1022362)):
+        dp = 2048 // tp
+        mb = 2048 // dp
+        gph = Metric("total_gpu_hours", hours, "gpu-hours", None, None, tokens=tokens,
+                     primary=size != "65B", note="Table 15 (secondary transcription)")
+        metrics: tuple[Metric, ...]
+        if size == "65B":
+            metrics = (Metric("tokens_per_sec_per_gpu", 380, "tokens-per-gpu", None, None,
+                              note="Sec. 2.4, 65B on 2048 GPUs"), gph)
+        else:
+            metrics = (gph,)
+        out.append(TrainingRun(
+            run_id=f"llama1-LLaMA-{size}", family="llama1", model=llama1(size),
+            device="A100-SXM-80GB", num_gpus=2048, gpus_per_node=8,
+            train={**common, "micro_batch": mb, "seq_len": 2048, "dp": dp, "tp": tp,
+                   "sp": tp > 1, "global_batch": 2048},
+            metrics=metrics, source=src1,
+            verification="VERIFIED-primary (65B throughput); GPU-hours VERIFIED-secondary",
+            inferred=(*llama_inferred, *(() if size == "65B" else (
+                "num_gpus: 2048 (only the 65B run's count is published)",))),
+            notes=f"{tokens / 1e12:.1f}T tokens, batch 4M tokens (2048 x 2048), A100 80GB at "
+                  "400 W, Meta RSC (8x 200 Gb/s IB per node).",
+        ))
+    src2 = ("meta-llama/llama MODEL_CARD.md (Llama 2) 'CO2 emissions during pretraining' "
+            "@689c7f2")
+    for size, preset, tp, gpus, hours in (("7B", "llama-2-7b", 1, 1024, 184320),
+                                          ("13B", "llama-2-13b", 2, 2048, 368640),
+                                          ("70B", "llama-2-70b", 8, 2048, 1720320)):
+        dp = gpus // tp
+        mb = 1024 // dp
+        out.append(TrainingRun(
+            run_id=f"llama2-Llama-2-{size}", family="llama2", model=get_model(preset),
+            device="A100-SXM-80GB", num_gpus=gpus, gpus_per_node=8,
+            train={**common, "micro_batch": mb, "seq_len": 4096, "dp": dp, "tp": tp,
+                   "sp": tp > 1, "global_batch": 1024},
+            metrics=(Metric("total_gpu_hours", hours, "gpu-hours", None, None, tokens=2.0e12),),
+            source=src2, verification="VERIFIED-primary",
+            inferred=(*llama_inferred,
+                      f"num_gpus: {gpus} (not published; chosen so that DP divides the "
+                      "1024-sequence batch with the model-parallel size of the released "
+                      "checkpoints)"),
+            notes="2.0T tokens, 4M-token batch (1024 x 4096), A100 80GB at 350-400 W (RSC and "
+                  "production clusters). 70B uses GQA (8 K/V heads, preset). The card's hours "
+                  "are total GPU time including any restarts.",
+        ))
+    return out
+
+
+# ---- FlashAttention-era single-node runs --------------------------------------------------
+
+def _flash_training() -> list[TrainingRun]:
+    out = []
+    rows = [  # run_id suffix, d, layers, heads, per-GPU batch, global batch, ZeRO, tok/s node
+        ("GPT3-125M", 768, 12, 12, 32, 256, 0, 1310e3),
+        ("GPT3-355M", 1024, 24, 16, 16, 256, 0, 503e3),
+        ("GPT3-760M", 1536, 24, 16, 16, 256, 1, 245e3),
+        ("GPT3-1.3B", 2048, 24, 16, 8, 512, 1, 169e3),
+        ("GPT3-2.7B", 2560, 32, 20, 4, 512, 1, 85e3),
+    ]
+    for sfx, d, layers, heads, mb, gb, zero, node_tps in rows:
+        out.append(TrainingRun(
+            run_id=f"flashattn-train-{sfx}", family="flashattn-train",
+            model=gpt2_like(f"fa-{sfx.lower()}", "flash-attn-gpt", d, layers, heads, 50264, 2048,
+                            source="flash-attention training/configs/experiment/pile"),
+            device="A100-SXM-80GB", num_gpus=8, gpus_per_node=8,
+            train={"micro_batch": mb, "seq_len": 2048, "precision": "bf16-mixed", "dp": 8,
+                   "zero": zero, "global_batch": gb, "recompute": "none", "attention": "flash",
+                   "fused": True},
+            metrics=(Metric("tokens_per_sec_per_gpu", node_tps / 8, "tokens-per-gpu", None,
+                            None, note=f"README gives {node_tps / 1e3:.0f}k tokens/s per 8-GPU "
+                                       "node"),),
+            source=_FA, verification="VERIFIED-primary",
+            inferred=("micro_batch: the pile/gpt3*-flash.yaml batch_size for gpu_mem >= 80",
+                      "dropout: 0.1 (GPT2Config defaults; the configs do not override them)"),
+            notes="8x A100 80GB SXM4 400 W, one node. Configs pile/gpt3{s,m,l,xl}-flash and "
+                  "gpt3-2.7B-flash-hdim128 (20 heads of 128): FlashAttention, fused MLP/bias, "
+                  "fused dropout-add-LayerNorm, bf16, vocab padded to 50264, no activation "
+                  "checkpointing; DDP (125M, 355M) or DDP + ZeRO-1 optimizer (760M+).",
+        ))
+    return out
+
+
+def _fa1_table2() -> list[TrainingRun]:
+    out = []
+    shapes = {"small": (768, 12, 12), "medium": (1024, 24, 16)}
+    impls: dict[str, tuple[str, int, str, bool, tuple[int, int], tuple[float, float],
+                           Activation]] = {
+        # name: (family, vocab, attention, fused, micro-batch small/medium, days, activation)
+        # HF GPT-2: gelu_new written in Python ops; Megatron: fused bias-GeLU (tanh form)
+        "HuggingFace": ("gpt2", 50257, "naive", False, (16, 4), (9.5, 21.0), "gelu_new"),
+        "Megatron-LM": ("megatron-gpt", 50304, "naive", True, (16, 8), (4.7, 11.5),
+                        "gelu_tanh"),
+        "FlashAttention": ("flash-attn-gpt", 50264, "flash", True, (32, 16), (2.7, 6.9),
+                           "gelu_tanh"),
+    }
+    tokens = 400e3 * 512 * 1024
+    for i, (size, (d, layers, heads)) in enumerate(shapes.items()):
+        for impl, (fam, vocab, attn, fused, mbs, days, act) in impls.items():
+            out.append(TrainingRun(
+                run_id=f"fa1-table2-GPT-2-{size}-{impl}", family="fa1-gpt2",
+                model=gpt2_like(f"gpt2-{size}-{impl.lower()}", fam, d, layers, heads, vocab,
+                                1024, activation=act),
+                device="A100-SXM-40GB", num_gpus=8, gpus_per_node=8,
+                train={"micro_batch": mbs[i], "seq_len": 1024, "precision": "fp16-mixed",
+                       "dp": 8, "global_batch": 512, "recompute": "none", "attention": attn,
+                       "fused": fused},
+                metrics=(Metric("wall_days", days[i], "wall-days", None, None, tokens=tokens,
+                                note="training time to 400K steps x 512 x 1024 tokens"),),
+                source=_FA1, verification="VERIFIED-primary",
+                inferred=(f"micro_batch: {mbs[i]} (paper: 'gradient accumulation to fit'; "
+                          "chosen as the largest power of two gpuplan's memory model fits on "
+                          "A100 40GB)",
+                          "fused: " + ("True (FlashAttention's GPT-2 with fused kernels; "
+                                       "unstated)" if impl == "FlashAttention" else
+                                       "True (Megatron fused kernels)" if fused else
+                                       "False (eager HF transformers)"),
+                          "precision: fp16 (paper: PyTorch AMP)"),
+                notes="App. E.2: effective batch 512, 400K steps, OpenWebText, seq 1024, 8x "
+                      "A100-40GB, AdamW, dropout 0.1 (GPT-2 default). Wall time includes "
+                      "evaluation and checkpointing.",
+            ))
+    return out
+
+
+def _karpathy() -> list[TrainingRun]:
+    nano = TrainingRun(
+        run_id="nanogpt-gpt2-124M", family="karpathy",
+        model=gpt2_like("nanogpt-124m", "nanogpt", 768, 12, 12, 50304, 1024, bias=False,
+                        dropout=0.0, activation="gelu",
+                        source="karpathy/nanoGPT model.py + config/train_gpt2.py"),
+        device="A100-SXM-40GB", num_gpus=8, gpus_per_node=8,
+        train={"micro_batch": 12, "seq_len": 1024, "precision": "bf16-mixed", "dp": 8,
+               "global_batch": 480, "recompute": "none", "attention": "flash", "fused": True},
+        metrics=(Metric("wall_days", 4.0, "wall-days", None, None,
+                        tokens=600_000 * 491_520,
+                        note="README: 'about 4 days' for the config (600k iters x 491,520 "
+                             "tokens = 295B); config comment says ~5 days"),),
+        source="karpathy/nanoGPT README @3adf61e + config/train_gpt2.py",
+        verification="VERIFIED-primary (approximate: 'about 4 days')",
+        inferred=("fused: True (torch.compile)", "attention: flash (scaled_dot_product_attention)"),
+        notes="batch_size 12, block 1024, gradient_accumulation_steps 40 (5 per GPU), DDP, "
+              "bf16 autocast, vocab padded to 50304, bias=False, dropout 0, exact GELU.",
+    )
+    llmc = TrainingRun(
+        run_id="llmc-gpt2-124M", family="karpathy",
+        model=gpt2_like("llmc-gpt2-124m", "llmc", 768, 12, 12, 50304, 1024, dropout=0.0,
+                        source="karpathy/llm.c train_gpt2.cu (GPT-2 124M)"),
+        device="A100-SXM-80GB", num_gpus=8, gpus_per_node=8,
+        train={"micro_batch": 64, "seq_len": 1024, "precision": "bf16-mixed", "dp": 8,
+               "zero": 1, "global_batch": 512, "recompute": "none", "attention": "flash",
+               "fused": True},
+        metrics=(Metric("wall_days", 90.0, "wall-minutes", None, None, tokens=10e9,
+                        note="'Reproducing GPT-2 (124M) in llm.c in 90 minutes for $20'"),),
+        source="karpathy/llm.c Discussion #481 (title quoted in the llm.c README)",
+        verification="VERIFIED-secondary (headline; internals not read)",
+        inferred=("micro_batch/global_batch: -b 64 -t 1024, 524,288 tokens per step "
+                  "(Discussion #481 command; not in the csv)",
+                  "zero: 1 (-z 1)", "recompute: none (-r 1 recomputes only GeLU)",
+                  "tokens: 10B (csv; the run did 18,865 steps = 9.9B)"),
+        notes="8x A100 80GB SXM, bf16, cuDNN flash attention, fused CUDA kernels, vocab padded "
+              "to 50304, no dropout.",
+    )
+    return [nano, llmc]
+
+
+# ---- llm-foundry MPT throughput tables ----------------------------------------------------
+
+_LF_ROWS: tuple[tuple[Any, ...], ...] = (
+    # (A100 GB, size, seq, GPUs, micro-batch, grad-accum, global batch (seqs), activation
+    #  checkpointing, FSDP mixed precision ('pure' = bf16 PURE, 'amp' = amp_bf16 DEFAULT),
+    #  MFU %, HFU %, model TFLOP/s per GPU, tokens/s/GPU, params (B, as in the csv))
+    ('80', '70b', 2048, 64, 8, 4, 2048, True, 'pure', 53.33, 71.1, 166, 410, 64.86),
+    ('80', '70b', 2048, 32, 2, 16, 1024, True, 'pure', 48.56, 64.75, 151, 373, 64.86),
+    ('80', '30b', 8192, 8, 1, 21, 168, True, 'amp', 39.38, 52.5, 122, 574, 30.02),
+    ('80', '30b', 4096, 8, 1, 21, 168, True, 'amp', 51.37, 68.49, 160, 814, 29.99),
+    ('80', '30b', 2048, 8, 3, 21, 504, True, 'amp', 55.3, 73.74, 172, 916, 29.98),
+    ('80', '30b', 1024, 8, 6, 21, 1008, True, 'amp', 55.82, 74.43, 174, 946, 29.97),
+    ('80', '30b', 512, 8, 12, 21, 2016, True, 'amp', 56.4, 75.2, 175, 967, 29.96),
+    ('80', '13b', 32768, 8, 1, 3, 24, True, 'amp', 51.69, 68.92, 161, 1016, 13.01),
+    ('80', '13b', 16384, 8, 3, 3, 72, True, 'amp', 54.07, 72.1, 168, 1431, 12.93),
+    ('80', '13b', 8192, 8, 5, 3, 120, True, 'amp', 56.07, 74.76, 174, 1795, 12.89),
+    ('80', '13b', 4096, 8, 10, 3, 240, True, 'amp', 57.62, 76.82, 179, 2060, 12.86),
+    ('80', '13b', 2048, 8, 2, 3, 48, False, 'amp', 59.57, 59.57, 185, 2262, 12.85),
+    ('80', '13b', 1024, 8, 40, 3, 960, True, 'amp', 59.48, 79.3, 185, 2330, 12.85),
+    ('80', '7b', 65536, 8, 1, 2, 16, True, 'amp', 46.97, 62.63, 146, 1013, 6.92),
+    ('80', '7b', 32768, 8, 2, 2, 32, True, 'amp', 49.46, 65.94, 154, 1672, 6.78),
+    ('80', '7b', 16384, 8, 4, 2, 64, True, 'amp', 51.96, 69.28, 162, 2453, 6.72),
+    ('80', '7b', 8192, 8, 8, 2, 128, True, 'amp', 54.47, 72.62, 169, 3206, 6.68),
+    ('80', '7b', 4096, 8, 16, 2, 256, True, 'amp', 54.84, 73.12, 171, 3684, 6.67),
+    ('80', '7b', 2048, 8, 6, 2, 96, False, 'amp', 64.23, 64.23, 200, 4641, 6.66),
+    ('80', '7b', 1024, 8, 64, 2, 1024, True, 'amp', 58.01, 77.35, 180, 4357, 6.65),
+    ('80', '3b', 65536, 8, 1, 2, 16, True, 'amp', 46.05, 61.41, 143, 1767, 2.81),
+    ('80', '3b', 32768, 8, 3, 6, 144, True, 'amp', 47.18, 62.91, 147, 3029, 2.73),
+    ('80', '3b', 16384, 8, 1, 6, 48, False, 'amp', 57.13, 57.13, 178, 5529, 2.69),
+    ('80', '3b', 8192, 8, 3, 6, 144, False, 'amp', 59.34, 59.34, 185, 7695, 2.67),
+    ('80', '3b', 4096, 8, 5, 6, 240, False, 'amp', 60.53, 60.53, 188, 9457, 2.66),
+    ('80', '3b', 2048, 8, 10, 2, 160, False, 'amp', 62.11, 62.11, 193, 10811, 2.65),
+    ('80', '3b', 1024, 8, 20, 6, 960, False, 'amp', 62.73, 62.73, 195, 11580, 2.65),
+    ('80', '3b', 512, 8, 40, 6, 1920, False, 'amp', 63.71, 63.71, 198, 12127, 2.65),
+    ('80', '1b', 65536, 8, 1, 2, 16, True, 'amp', 46.18, 61.57, 144, 3044, 1.45),
+    ('80', '1b', 32768, 8, 1, 4, 32, False, 'amp', 55.52, 55.52, 173, 6275, 1.38),
+    ('80', '1b', 16384, 8, 2, 4, 64, False, 'amp', 56.6, 56.6, 176, 9956, 1.35),
+    ('80', '1b', 8192, 8, 3, 4, 96, False, 'amp', 56.69, 56.69, 176, 13814, 1.33),
+    ('80', '1b', 4096, 8, 7, 4, 224, False, 'amp', 59.0, 59.0, 184, 17807, 1.32),
+    ('80', '1b', 2048, 8, 14, 4, 448, False, 'amp', 59.86, 59.86, 186, 20513, 1.32),
+    ('80', '1b', 1024, 8, 18, 4, 576, False, 'amp', 60.15, 60.15, 187, 22112, 1.31),
+    ('80', '1b', 512, 8, 56, 4, 1792, False, 'amp', 60.68, 60.68, 189, 23148, 1.31),
+    ('80', '760m', 65536, 8, 1, 2, 16, True, 'amp', 45.34, 60.45, 141, 4143, 0.86),
+    ('80', '760m', 32768, 8, 1, 2, 16, False, 'amp', 54.57, 54.57, 170, 8802, 0.81),
+    ('80', '760m', 16384, 8, 3, 2, 48, False, 'amp', 54.64, 54.64, 170, 14274, 0.78),
+    ('80', '760m', 8192, 8, 6, 2, 96, False, 'amp', 55.31, 55.31, 172, 20933, 0.77),
+    ('80', '760m', 4096, 8, 12, 2, 192, False, 'amp', 56.05, 56.05, 174, 27351, 0.76),
+    ('80', '760m', 2048, 8, 24, 2, 384, False, 'amp', 56.85, 56.85, 177, 32434, 0.76),
+    ('80', '760m', 1024, 8, 48, 2, 768, False, 'amp', 47.76, 47.76, 149, 29765, 0.76),
+    ('80', '760m', 512, 8, 96, 2, 1536, False, 'amp', 45.07, 45.07, 140, 29446, 0.76),
+    ('80', '350m', 65536, 8, 1, 2, 16, False, 'amp', 52.7, 52.7, 164, 7524, 0.42),
+    ('80', '350m', 32768, 8, 2, 2, 32, False, 'amp', 52.46, 52.46, 163, 13652, 0.39),
+    ('80', '350m', 16384, 8, 4, 2, 64, False, 'amp', 53.28, 53.28, 166, 23559, 0.37),
+    ('80', '350m', 8192, 8, 8, 2, 128, False, 'amp', 53.8, 53.8, 167, 36569, 0.36),
+    ('80', '350m', 4096, 8, 16, 2, 256, False, 'amp', 53.31, 53.31, 166, 49555, 0.36),
+    ('80', '350m', 2048, 8, 32, 2, 512, False, 'amp', 51.62, 51.62, 161, 58782, 0.36),
+    ('80', '350m', 1024, 8, 64, 2, 1024, False, 'amp', 50.51, 50.51, 157, 64813, 0.35),
+    ('80', '350m', 512, 8, 128, 2, 2048, False, 'amp', 50.61, 50.61, 157, 69330, 0.35),
+    ('80', '125m', 65536, 8, 1, 2, 16, False, 'amp', 54.13, 54.13, 168, 20368, 0.17),
+    ('80', '125m', 32768, 8, 2, 2, 32, False, 'amp', 52.71, 52.71, 164, 36407, 0.15),
+    ('80', '125m', 16384, 8, 4, 2, 64, False, 'amp', 50.61, 50.61, 157, 60040, 0.14),
+    ('80', '125m', 8192, 8, 8, 2, 128, False, 'amp', 48.85, 48.85, 152, 90392, 0.13),
+    ('80', '125m', 4096, 8, 16, 2, 256, False, 'amp', 46.08, 46.08, 143, 118396, 0.13),
+    ('80', '125m', 2048, 8, 40, 2, 640, False, 'amp', 44.79, 44.79, 139, 142830, 0.13),
+    ('80', '125m', 2048, 8, 32, 2, 512, False, 'amp', 44.45, 44.45, 138, 141737, 0.13),
+    ('80', '125m', 1024, 8, 64, 2, 1024, False, 'amp', 43.15, 43.15, 134, 156468, 0.12),
+    ('80', '125m', 512, 8, 128, 2, 2048, False, 'amp', 42.56, 42.56, 132, 165681, 0.12),
+    ('40', '70b', 2048, 128, 4, 1, 512, True, 'pure', 48.91, 65.21, 152, 376, 64.86),
+    ('40', '70b', 2048, 64, 2, 1, 128, True, 'pure', 35.87, 47.82, 111, 276, 64.86),
+    ('40', '30b', 2048, 128, 6, 1, 768, True, 'pure', 52.25, 69.66, 163, 865, 29.98),
+    ('40', '30b', 2048, 32, 4, 1, 128, True, 'pure', 51.74, 68.98, 161, 857, 29.98),
+    ('40', '13b', 8192, 8, 1, 16, 128, True, 'pure', 43.95, 58.6, 137, 1407, 12.89),
+    ('40', '13b', 4096, 8, 2, 16, 256, True, 'pure', 44.85, 59.8, 139, 1603, 12.86),
+    ('40', '13b', 2048, 128, 16, 1, 2048, True, 'pure', 51.93, 69.24, 162, 1972, 12.85),
+    ('40', '13b', 2048, 64, 16, 1, 1024, True, 'pure', 52.04, 69.39, 162, 1976, 12.85),
+    ('40', '13b', 2048, 32, 14, 1, 448, True, 'pure', 52.62, 70.16, 164, 1998, 12.85),
+    ('40', '13b', 2048, 16, 10, 1, 160, True, 'pure', 52.5, 70.0, 163, 1993, 12.85),
+    ('40', '13b', 2048, 8, 4, 16, 512, True, 'pure', 43.94, 58.58, 137, 1668, 12.85),
+    ('40', '13b', 1024, 8, 8, 16, 1024, True, 'pure', 44.07, 58.76, 137, 1727, 12.85),
+    ('40', '13b', 512, 8, 16, 16, 2048, True, 'pure', 44.28, 59.04, 138, 1763, 12.85),
+    ('40', '7b', 16384, 8, 1, 4, 32, True, 'pure', 47.65, 63.53, 148, 2249, 6.72),
+    ('40', '7b', 8192, 8, 3, 4, 96, True, 'pure', 49.04, 65.38, 153, 2887, 6.68),
+    ('40', '7b', 4096, 8, 6, 4, 192, True, 'pure', 50.11, 66.82, 156, 3366, 6.67),
+    ('40', '7b', 2048, 128, 18, 1, 2304, True, 'pure', 50.14, 66.85, 156, 3623, 6.66),
+    ('40', '7b', 2048, 64, 18, 1, 1152, True, 'pure', 50.73, 67.64, 158, 3665, 6.66),
+    ('40', '7b', 2048, 32, 18, 1, 576, True, 'pure', 51.55, 68.73, 160, 3725, 6.66),
+    ('40', '7b', 2048, 16, 16, 1, 256, True, 'pure', 50.44, 67.26, 157, 3645, 6.66),
+    ('40', '7b', 2048, 8, 12, 4, 384, True, 'pure', 50.92, 67.89, 158, 3679, 6.66),
+    ('40', '7b', 1024, 8, 24, 4, 768, True, 'pure', 51.31, 68.42, 160, 3854, 6.65),
+    ('40', '7b', 512, 8, 48, 4, 1536, True, 'pure', 50.85, 67.8, 158, 3895, 6.65),
+    ('40', '3b', 32768, 8, 1, 4, 32, True, 'pure', 46.03, 61.37, 143, 2955, 2.73),
+    ('40', '3b', 16384, 8, 2, 8, 128, True, 'pure', 46.14, 61.52, 143, 4465, 2.69),
+    ('40', '3b', 8192, 8, 1, 8, 64, False, 'pure', 55.13, 55.13, 172, 7149, 2.67),
+    ('40', '3b', 4096, 8, 2, 8, 128, False, 'pure', 56.18, 56.18, 175, 8777, 2.66),
+    ('40', '3b', 2048, 128, 6, 1, 768, False, 'pure', 54.8, 54.8, 170, 9538, 2.65),
+    ('40', '3b', 2048, 64, 6, 1, 384, False, 'pure', 55.94, 55.94, 174, 9736, 2.65),
+    ('40', '3b', 2048, 32, 6, 1, 192, False, 'pure', 56.96, 56.96, 177, 9914, 2.65),
+    ('40', '3b', 2048, 16, 5, 1, 80, False, 'pure', 56.02, 56.02, 174, 9750, 2.65),
+    ('40', '3b', 2048, 8, 5, 8, 320, False, 'pure', 57.82, 57.82, 180, 10065, 2.65),
+    ('40', '3b', 1024, 8, 10, 8, 640, False, 'pure', 58.14, 58.14, 181, 10731, 2.65),
+    ('40', '3b', 512, 8, 20, 8, 1280, False, 'pure', 59.49, 59.49, 185, 11324, 2.65),
+    ('40', '1b', 32768, 8, 1, 4, 32, True, 'pure', 45.07, 60.1, 140, 5095, 1.38),
+    ('40', '1b', 16384, 8, 1, 8, 64, False, 'pure', 55.23, 55.23, 172, 9715, 1.35),
+    ('40', '1b', 8192, 8, 2, 8, 128, False, 'pure', 55.29, 55.29, 172, 13474, 1.33),
+    ('40', '1b', 4096, 8, 4, 8, 256, False, 'pure', 55.85, 55.85, 174, 16856, 1.32),
+    ('40', '1b', 2048, 128, 10, 1, 1280, False, 'pure', 54.41, 54.41, 169, 18647, 1.32),
+    ('40', '1b', 2048, 64, 10, 1, 640, False, 'pure', 55.44, 55.44, 172, 19001, 1.32),
+    ('40', '1b', 2048, 32, 10, 1, 320, False, 'pure', 45.39, 45.39, 141, 15555, 1.32),
+    ('40', '1b', 2048, 16, 8, 1, 128, False, 'pure', 55.69, 55.69, 173, 19085, 1.32),
+    ('40', '1b', 2048, 8, 8, 8, 512, False, 'pure', 56.23, 56.23, 175, 19271, 1.32),
+    ('40', '1b', 1024, 8, 16, 8, 1024, False, 'pure', 57.02, 57.02, 177, 20959, 1.31),
+    ('40', '1b', 512, 8, 32, 8, 2048, False, 'pure', 57.1, 57.1, 178, 21782, 1.31),
+    ('40', '760m', 32768, 8, 1, 4, 32, True, 'pure', 44.53, 59.37, 138, 7183, 0.81),
+    ('40', '760m', 16384, 8, 1, 4, 32, False, 'pure', 53.26, 53.26, 166, 13914, 0.78),
+    ('40', '760m', 8192, 8, 3, 4, 96, False, 'pure', 53.12, 53.12, 165, 20106, 0.77),
+    ('40', '760m', 4096, 8, 6, 4, 192, False, 'pure', 53.0, 53.0, 165, 25863, 0.76),
+    ('40', '760m', 2048, 128, 12, 1, 1536, False, 'pure', 50.73, 50.73, 158, 28940, 0.76),
+    ('40', '760m', 2048, 64, 12, 1, 768, False, 'pure', 51.44, 51.44, 160, 29344, 0.76),
+    ('40', '760m', 2048, 32, 12, 1, 384, False, 'pure', 51.97, 51.97, 162, 29648, 0.76),
+    ('40', '760m', 2048, 16, 12, 1, 192, False, 'pure', 51.9, 51.9, 161, 29607, 0.76),
+    ('40', '760m', 2048, 8, 12, 4, 384, False, 'pure', 52.89, 52.89, 165, 30173, 0.76),
+    ('40', '760m', 1024, 8, 24, 4, 768, False, 'pure', 53.63, 53.63, 167, 33422, 0.76),
+    ('40', '760m', 512, 8, 48, 4, 1536, False, 'pure', 53.47, 53.47, 166, 34938, 0.76),
+    ('40', '350m', 32768, 8, 1, 4, 32, False, 'pure', 51.55, 51.55, 160, 13416, 0.39),
+    ('40', '350m', 16384, 8, 2, 4, 64, False, 'pure', 51.78, 51.78, 161, 22896, 0.37),
+    ('40', '350m', 8192, 8, 4, 4, 128, False, 'pure', 51.39, 51.39, 160, 34933, 0.36),
+    ('40', '350m', 4096, 8, 8, 4, 256, False, 'pure', 50.38, 50.38, 157, 46833, 0.36),
+    ('40', '350m', 2048, 128, 18, 1, 2304, False, 'pure', 45.61, 45.61, 142, 51934, 0.36),
+    ('40', '350m', 2048, 64, 18, 1, 1152, False, 'pure', 46.27, 46.27, 144, 52689, 0.36),
+    ('40', '350m', 2048, 32, 18, 1, 576, False, 'pure', 47.26, 47.26, 147, 53811, 0.36),
+    ('40', '350m', 2048, 16, 18, 1, 288, False, 'pure', 48.66, 48.66, 151, 55413, 0.36),
+    ('40', '350m', 2048, 8, 16, 4, 512, False, 'pure', 49.17, 49.17, 153, 55995, 0.36),
+    ('40', '350m', 1024, 8, 32, 4, 1024, False, 'pure', 48.73, 48.73, 152, 62523, 0.35),
+    ('40', '350m', 512, 8, 64, 4, 2048, False, 'pure', 48.39, 48.39, 150, 66284, 0.35),
+    ('40', '125m', 32768, 8, 1, 4, 32, False, 'pure', 47.27, 47.27, 147, 32651, 0.15),
+    ('40', '125m', 16384, 8, 2, 3, 48, False, 'pure', 46.77, 46.77, 145, 55484, 0.14),
+    ('40', '125m', 8192, 8, 5, 3, 120, False, 'pure', 46.94, 46.94, 146, 86858, 0.13),
+    ('40', '125m', 4096, 8, 13, 3, 312, False, 'pure', 44.82, 44.82, 139, 115162, 0.13),
+    ('40', '125m', 2048, 128, 26, 1, 3328, False, 'pure', 38.86, 38.86, 121, 123936, 0.13),
+    ('40', '125m', 2048, 64, 26, 1, 1664, False, 'pure', 39.27, 39.27, 122, 125234, 0.13),
+    ('40', '125m', 2048, 32, 26, 1, 832, False, 'pure', 39.86, 39.86, 124, 127122, 0.13),
+    ('40', '125m', 2048, 16, 26, 1, 416, False, 'pure', 40.93, 40.93, 127, 130535, 0.13),
+    ('40', '125m', 2048, 8, 26, 3, 624, False, 'pure', 42.75, 42.75, 133, 136334, 0.13),
+    ('40', '125m', 1024, 8, 52, 3, 1248, False, 'pure', 40.89, 40.89, 127, 148289, 0.12),
+    ('40', '125m', 512, 8, 104, 3, 2496, False, 'pure', 40.26, 40.26, 125, 156735, 0.12),
+)
+
+
+def _llmfoundry() -> list[TrainingRun]:
+    out = []
+    for (gb_mem, size, seq, gpus, mb, ga, gbatch, ac, mp, mfu, hfu, tflops, tps,
+         params_b) in _LF_ROWS:
+        prec = "bf16" if mp == "pure" else "amp_bf16"
+        run_id = f"llmfoundry-a100_{gb_mem}gb-{size}-s{seq}-g{gpus}-{prec}-mb{mb}-ga{ga}"
+        out.append(TrainingRun(
+            run_id=run_id, family="llmfoundry", model=mpt(size, seq),
+            device=f"A100-SXM-{gb_mem}GB", num_gpus=gpus, gpus_per_node=8,
+            train={"micro_batch": mb, "seq_len": seq, "precision": "bf16-mixed", "dp": gpus,
+                   "fsdp": "full", "global_batch": gbatch,
+                   "recompute": "full" if ac else "none", "attention": "flash",
+                   "fused": True, "dropout": False},
+            metrics=(Metric("mfu_pct", mfu, "llmfoundry-mfu", False, True,
+                            note=f"HFU {hfu} %, {tflops:g} model TFLOP/s, {tps} tokens/s/GPU, "
+                                 f"{params_b}B params (csv)"),),
+            source=_LF, verification="VERIFIED-primary",
+            inferred=("attention: flash (attn_impl triton, FlashAttention-style kernel)",
+                      "fused: True (low_precision_layernorm; no torch.compile)",
+                      "grad_dtype: auto = bf16 in memory; amp_bf16 rows (FSDP DEFAULT) "
+                      "reduce-scatter fp32 gradients, twice the bytes gpuplan assumes"
+                      if mp == "amp" else "grad_dtype: auto (FSDP PURE reduces in bf16)"),
+            notes=f"FSDP FULL_SHARD over {gpus} GPUs, mixed precision "
+                  f"{'PURE' if mp == 'pure' else 'DEFAULT'} ({prec}), activation checkpointing "
+                  f"{ac}, micro-batch {mb} x grad-accum {ga}, limit_all_gathers. 1600 Gb/s "
+                  "RoCE per 8-GPU node = 25 GB/s per GPU (catalog default). MFU by "
+                  "llm-foundry's formula (attention in full, N incl. the learned position "
+                  "table).",
+        ))
+    return out
+
+
+# ---- rows not modelled --------------------------------------------------------------------
+
+SKIPPED: tuple[Skipped, ...] = (
+    Skipped("megatron2021-est-175B", "a projection (eq. 4 from an assumed 140 TFLOP/s on 1024 "
+            "GPUs), not a measurement; the measured 175B throughputs are the Table 2 rows"),
+    Skipped("megatron2021-est-1T", "a projection (eq. 4 from Table 1's 163 TFLOP/s); the "
+            "measurement is megatron2021-1T"),
+    Skipped("zero2019-100B", "'>38 TFLOP/s' is a lower bound; the csv has no architecture, "
+            "batch, sequence length or MP degree for ZeRO-100B; V100 DGX-2 (16 GPUs per "
+            "NVSwitch node)"),
+    Skipped("palm-table3-gpt3", "no GPU count, layout, batch or timing in the csv; 21.3 % is "
+            "PaLM's re-derivation for a V100 run"),
+    Skipped("palm-table3-mtnlg", "no GPU count, layout or batch in the csv; 30.2 % is PaLM's "
+            "re-derivation (MT-NLG's own throughput is not in the csv)"),
+    Skipped("palm-table3-gopher", "UNVERIFIED (recalled); TPU v3 is not in the catalog"),
+    Skipped("gpt3-175B", "total FLOPs only (3.14e23): no GPU count or time to predict"),
+    Skipped("chinchilla-70B", "total FLOPs only; mixed TPU v3/v4 hardware, no chip count"),
+    Skipped("lamda-137B", "TPU v3 is not in the device catalog; no layout or batch"),
+    Skipped("fa1-table1-bert", "MLPerf time-to-accuracy (minutes to 72 % MLM accuracy): needs "
+            "steps to converge, unpadding and the MLPerf BERT recipe, none in the csv"),
+)
+
+
+def _all_runs() -> tuple[TrainingRun, ...]:
+    runs = (_megatron_t1() + _megatron_t2() + _production() + _llama() + _flash_training()
+            + _fa1_table2() + _karpathy() + _llmfoundry())
+    ids = [r.run_id for r in runs]
+    if len(ids) != len(set(ids)):
+        raise ValueError("duplicate run_id in RUNS")
+    return tuple(runs)
+
+
+RUNS: tuple[TrainingRun, ...] = _all_runs()
+"""Every modelled row of training_runs.csv."""
+
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(r.family for r in RUNS))
+
+
+def by_id(run_id: str) -> TrainingRun:
+    return next(r for r in RUNS if r.run_id == run_id)
