@@ -109,7 +109,8 @@ def _train_candidates(m: ModelSpec, cfg: TrainConfig,
         yield (f"pipeline parallel {c.pp} (data parallel now {c.dp})",
                "pipeline bubble (p-1)/(m+p-1)", c)
     if not c.offload_optimizer:  # ZeRO-Offload = ZeRO-2 + CPU optimizer (Ren et al. 2021)
-        c = replace(c, offload_optimizer=True,
+        # the CPU runs its own Adam: the user's optimizer comes back (8-bit Adam is GPU-only)
+        c = replace(c, offload_optimizer=True, optimizer=cfg.optimizer,
                     zero=max(c.zero, 2) if c.fsdp == "none" else c.zero)
         yield ("optimizer states and gradients offloaded to CPU (ZeRO-Offload)",
                "CPU optimizer step, PCIe traffic, CPU RAM ~12-16 bytes/parameter", c)

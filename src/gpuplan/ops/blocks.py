@@ -71,14 +71,14 @@ class Ctx:
 
 def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
            saves_input: bool = True, weight_rows: float | None = None,
-           saved_rows: float | None = None) -> None:
+           saved_rows: float | None = None, weight_bytes: float | None = None) -> None:
     """Y[m,n] = X[m,k] W[k,n] (+ b): 2mkn FLOPs. Backward: dX = dY Wᵀ and dW = Xᵀ dY, 2mkn each.
 
     `weight_rows` (default k) lets MoE read only the experts a batch touches; `saved_rows`
     (default m) is how many input rows stay saved (sequence parallelism keeps a shard and
     gathers it again in backward).
     """
-    e, wb = c.e, c.weight_bytes
+    e, wb = c.e, c.weight_bytes if weight_bytes is None else weight_bytes
     wk = k if weight_rows is None else weight_rows
     weights = wk * n * wb + (n * e if bias else 0)
     shape = f"{int(m)}x{k} @ {k}x{n}"

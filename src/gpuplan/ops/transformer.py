@@ -395,8 +395,9 @@ def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)
         blocks.activation(c, "mlm.act", m.activation, t * d)
         blocks.layernorm(c, "mlm.norm", t, d)
+    # quantized checkpoints (GPTQ/AWQ, FP8) keep the LM head in 16 bits
     blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head,
-                  saved_rows=logits_tokens * rep)
+                  saved_rows=logits_tokens * rep, weight_bytes=c.e)
     if loss:
         c.component = "loss"
         if m.mlm_head:  # BERT MLM loss: log_softmax in the model dtype, no upcast
