@@ -34,6 +34,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,12 @@ if (HERE.parent / "src").is_dir():
 
 from training_runs import CONVENTIONS, FAMILIES, RUNS, SKIPPED, Metric, TrainingRun  # noqa: E402
 
+from gpuplan.estimate.efficiency import Efficiency  # noqa: E402
 from gpuplan.estimate.memory import TrainConfig  # noqa: E402
 from gpuplan.estimate.training import StepResult, step_time  # noqa: E402
 from gpuplan.specs.catalog import get_device  # noqa: E402
 from gpuplan.specs.cluster import default_cluster  # noqa: E402
+from gpuplan.specs.device import Device  # noqa: E402
 
 TIME_CONVENTIONS = ("gpu-hours", "wall-days", "wall-minutes")
 
@@ -143,30 +146,33 @@ class Row:
         return 100 * (ratio - 1)
 
 
-def evaluate(run: TrainingRun) -> tuple[StepResult | None, bool, str]:
+def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None
+             ) -> tuple[StepResult | None, bool, str]:
     """Step time of `run`. When gpuplan's memory model rejects a configuration that the source
     ran, time it anyway on a copy of the device with the capacity check lifted (capacity is
     used only for the fit test, never in the timing) and say so."""
     device = get_device(run.device)
     cfg = TrainConfig(**run.train)
     cluster = default_cluster(device, run.num_gpus, run.gpus_per_node, **run.cluster)
-    res = step_time(run.model, cluster, cfg)
+    eff = efficiency(device) if efficiency else None
+    res = step_time(run.model, cluster, cfg, eff)
     if res.fits:
         return res, True, ""
     need = res.memory.total_bytes / 2**30
     cap = res.memory.capacity_bytes / 2**30
     roomy = device.model_copy(update={"memory_bytes": 10**15})
     cluster = default_cluster(roomy, run.num_gpus, run.gpus_per_node, **run.cluster)
-    retry = step_time(run.model, cluster, cfg)
+    retry = step_time(run.model, cluster, cfg, eff)
     note = (f"memory model: {need:.1f} GiB > {cap:.1f} GiB, but the published run fit; "
             "timed with the capacity check lifted")
     return (retry if retry.step_time_s else None), False, note
 
 
-def run_all(runs: list[TrainingRun], splits: dict[str, str]) -> list[Row]:
+def run_all(runs: list[TrainingRun], splits: dict[str, str],
+            efficiency: Callable[[Device], Efficiency] | None = None) -> list[Row]:
     rows = []
     for run in runs:
-        res, fits, note = evaluate(run)
+        res, fits, note = evaluate(run, efficiency)
         for metric in run.metrics:
             row = Row(run, metric, splits[run.run_id], fits_as_given=fits, note=note,
                       result=res)

@@ -77,6 +77,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
         share = 1.0 if op.dtype in eff.measured else eff.compute(op.executed_flops, op.dtype)
         if op.kind == "attention":
             share = min(share, eff.attention_ceiling)
+        share *= eff.end_to_end
     else:
         peak = vector_peak(device)
         share = eff.vector_ceiling

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.estimate.comm import collective_time
-from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.efficiency import Efficiency, training_efficiency
 from gpuplan.estimate.memory import (
     CUDA_CONTEXT_BYTES,
     DDP_BUCKET_BYTES,
@@ -40,6 +40,7 @@ from gpuplan.estimate.training import (
     _impl,
     offload_step_time,
     step_time,
+    training_ops,
 )
 from gpuplan.ops.blocks import DTYPE_BYTES, FP32
 from gpuplan.ops.transformer import (
@@ -102,7 +103,7 @@ def _group_profile(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Effici
         full = base["saved"]
         hw_flops = base["hw_flops"] + base["layer_fwd_flops"]
     else:
-        ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+        ops = training_ops(m, cfg, impl)
         rl = roofline(ops, cluster.device, eff, time_cache)
         block_t = {}
         block_fwd: dict[str, float] = {}
@@ -197,7 +198,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
     t0 = time.perf_counter()
     gpus, gpn = cluster.gpus, cluster.gpus_per_node
     device = cluster.device
-    eff = efficiency or default_efficiency(device)
+    eff = efficiency or training_efficiency(device)
     gb = base.global_batch or gpus * base.micro_batch
     heads, kv, L = m.num_heads, m.kv_heads, m.num_layers
     tps = [t for t in _divisors(gpus) if t <= gpn and heads % t == 0 and (kv % t == 0 or t % kv

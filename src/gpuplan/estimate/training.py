@@ -28,12 +28,14 @@ from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.comm import collective_time
-from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.efficiency import Efficiency, training_efficiency
 from gpuplan.estimate.flops import flops_summary
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.ops.blocks import DTYPE_BYTES
+from gpuplan.ops.op import OpList
+from gpuplan.ops.passes import fuse_elementwise
 from gpuplan.ops.transformer import (
     BLOCK_ATTN,
     BLOCK_ATTN_WINDOW,
@@ -145,6 +147,13 @@ def _impl(cfg: TrainConfig, fused: bool) -> Impl:
                 training_kv_cache=False)
 
 
+def training_ops(m: ModelSpec, cfg: TrainConfig, impl: Impl) -> OpList:
+    """One micro-batch's ops; with fused kernels the element-wise chains are fused as the
+    frameworks do (bias+GeLU, bias+dropout+add, add+norm)."""
+    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    return fuse_elementwise(ops)[0] if cfg.fused else ops
+
+
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
     """Time one optimizer step of `cfg` on `cluster` (see the module docstring)."""
@@ -159,7 +168,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     n_micro = gb // (cfg.micro_batch * cfg.dp)
     mem = train_memory(m, device, cfg)
     tokens = gb * cfg.seq_len
-    eff = efficiency or default_efficiency(device)
+    eff = efficiency or training_efficiency(device)
     dtype = "fp8" if cfg.precision == "fp8-mixed" else cfg.compute_dtype
     peak = device.matmul_peak(dtype if dtype != "fp8" else "bf16")
     res = StepResult(fits=mem.fits, memory=mem, gpus=gpus, global_batch=gb,
@@ -172,7 +181,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
 
     fused = cfg.fused
     impl = _impl(cfg, fused)
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    ops = training_ops(m, cfg, impl)
     rl = roofline(ops, device, eff)
     # seconds per micro-batch of one layer of each block kind, and of the once-only parts
     block_t: dict[str, float] = {}

@@ -43,8 +43,15 @@ def _one_kernel(op: Op) -> Op:
     return op
 
 
+def _recomputed(op: Op) -> bool:
+    return op.name.endswith(".recompute")
+
+
 def _same_group(a: Op, b: Op) -> bool:
-    return a.phase == b.phase and a.count == b.count and a.per_layer == b.per_layer
+    """Same phase, repeat count and layer-ness; a recomputed forward never fuses with the
+    backward kernels around it."""
+    return (a.phase == b.phase and a.count == b.count and a.per_layer == b.per_layer
+            and _recomputed(a) == _recomputed(b))
 
 
 def _merge(a: Op, b: Op) -> Op:
