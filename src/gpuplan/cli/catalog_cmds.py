@@ -19,7 +19,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object (SI
 def device_summary(d: Device) -> dict[str, Any]:
     return {
         "name": d.name, "vendor": d.vendor, "kind": d.kind, "year": d.year,
-        "memory_bytes": d.memory_bytes, "mem_bw_bytes_per_s": d.mem_bw_bytes_per_s,
+        "memory_bytes": d.memory_bytes, "usable_memory_bytes": d.usable_memory_bytes,
+        "capacity_bytes": d.capacity_bytes, "mem_bw_bytes_per_s": d.mem_bw_bytes_per_s,
         "peak_flops_per_s": dict(d.peak_flops_per_s), "tdp_w": d.tdp_w,
         "cloud_usd_per_hour": d.cloud_usd_per_hour,
         "sources": {k: p.source for k, p in d.provenance.items()},
@@ -73,6 +74,13 @@ def _render_device(con: Console, d: Device) -> None:
         t.add_row(field, mark + text, (p.source + note) if p else "", p.date if p else "")
 
     row("memory", "memory_bytes", f"{units.format_bytes(d.memory_bytes)} {d.memory_type}")
+    if d.usable_memory_bytes is not None:
+        u = d.usable_memory_bytes
+        row("usable memory", "usable_memory_bytes",
+            f"{units.format_bytes(u)} ({units.format_bytes(u, binary=True)})")
+    else:
+        t.add_row("usable memory", "-", "not in the catalog: the planner uses the vendor's figure",
+                  "")
     row("memory bandwidth", "mem_bw_bytes_per_s", units.format_bandwidth(d.mem_bw_bytes_per_s))
     for dt in DTYPES:
         if dt in d.peak_flops_per_s:

@@ -116,7 +116,7 @@ def _bar_chart(r: dict[str, Any], path: Path) -> None:
     from gpuplan.report.plot import _pyplot
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 2.8), dpi=120)
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
     left = 0.0
     parts = [(k, v) for k, v in r["per_gpu"].items() if k != "other"]
     parts += [(f"other: {k}", v) for k, v in r["other_items"].items()]
@@ -127,7 +127,7 @@ def _bar_chart(r: dict[str, Any], path: Path) -> None:
     ax.set_yticks([])
     ax.set_xlabel("GB per GPU")
     ax.set_title(f"{r['model']} {r['mode']} on {r['device']}", fontsize=9)
-    ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -31,7 +31,8 @@ def _render(con: Console, r: dict[str, Any]) -> None:
         return
     t = table(title, [("", "left"), ("value", "right")],
               caption="MFU: model FLOPs (no recompute, attention in full) / dense peak; "
-                      "HFU counts recomputation. " + r["assumptions"]["overlap"])
+                      "HFU counts recomputation. Overlap: " + r["assumptions"]["overlap"]
+                      + ". Efficiency: " + r["assumptions"]["efficiency"]["source"])
     t.add_row("step time", units.format_seconds(r["step_time_s"]))
     t.add_row("tokens / s", f"{r['tokens_per_s']:,.0f}")
     t.add_row("model TFLOP/s per GPU", f"{r['model_flops_per_s_per_gpu'] / 1e12:,.1f}")

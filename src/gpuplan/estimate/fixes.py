@@ -66,9 +66,9 @@ def infer_command(model: str, device: str, c: InferConfig) -> str:
 
 
 def larger_devices(device: Device, catalog: list[Device]) -> list[Device]:
-    """Devices of the same kind with more memory, same vendor first, smallest first."""
-    same = [d for d in catalog if d.kind == device.kind and d.memory_bytes > device.memory_bytes]
-    return sorted(same, key=lambda d: (d.vendor != device.vendor, d.memory_bytes))
+    """Devices of the same kind with more usable memory, same vendor first, smallest first."""
+    same = [d for d in catalog if d.kind == device.kind and d.capacity_bytes > device.capacity_bytes]
+    return sorted(same, key=lambda d: (d.vendor != device.vendor, d.capacity_bytes))
 
 
 def _train_candidates(m: ModelSpec, cfg: TrainConfig,

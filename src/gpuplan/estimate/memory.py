@@ -334,7 +334,7 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     }
     assumptions = _train_assumptions(cfg, device)
     return MemoryResult("train", per_gpu, other_items,
-                        device.memory_bytes, device.name, assumptions, details)
+                        device.capacity_bytes, device.name, assumptions, details)
 
 
 def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str, float],
@@ -370,6 +370,13 @@ def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str
     return items
 
 
+def _capacity_note(device: Device) -> str:
+    if device.usable_memory_bytes is not None:
+        return ("usable memory as software sees it (PyTorch total_memory or nvidia-smi total), "
+                "not the vendor's GB figure")
+    return "the vendor's memory figure (GB = 1e9 bytes); no usable figure in the catalog"
+
+
 def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
     bpp = state_bytes_per_param(cfg)
     return {
@@ -384,7 +391,7 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "dropout_mask_bytes": 1 if _impl(cfg, device).target == "cuda" else "activation dtype",
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
-        "capacity": "the vendor's memory figure (GB = 1e9 bytes)",
+        "capacity": _capacity_note(device),
     }
 
 
@@ -407,7 +414,7 @@ def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig
     per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
                "activations": int(acts), "other": sum(other_items.values())}
     return MemoryResult("train", per_gpu, other_items,
-                        device.memory_bytes, device.name, _train_assumptions(cfg, device),
+                        device.capacity_bytes, device.name, _train_assumptions(cfg, device),
                         {"params_per_gpu": trace.param_count, "source": "traced module"})
 
 
@@ -494,7 +501,7 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
     per_gpu = {k: int(v) for k, v in parts.items() if not k.startswith("other.")}
     other = {k[6:]: int(v) for k, v in parts.items() if k.startswith("other.")}
     per_gpu["other"] = sum(other.values())
-    budget = device.memory_bytes * (1 - cfg.margin)
+    budget = device.capacity_bytes * (1 - cfg.margin)
 
     def fits(batch: int, context: int) -> bool:
         return sum(total(batch, context).values()) <= budget
@@ -514,9 +521,9 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
         "prefill_chunk": cfg.prefill_chunk or min(cfg.batch * cfg.context, 8192),
         "kv_block_size": cfg.block_size, "safety_margin": cfg.margin,
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
-        "capacity": "the vendor's memory figure (GB = 1e9 bytes)",
+        "capacity": _capacity_note(device),
     }
-    return MemoryResult("infer", per_gpu, other, device.memory_bytes, device.name, assumptions,
+    return MemoryResult("infer", per_gpu, other, device.capacity_bytes, device.name, assumptions,
                         details, max_batch=max_batch, max_context=max_context,
                         margin=cfg.margin)
 

@@ -255,7 +255,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
     t, mem = _evaluate_all(m, cluster, cases, np.array(z), np.array(v),
                            np.array([o for _, o in idx]), np.array([k for k, _ in idx]), bpp,
                            eff)
-    fits = mem <= device.memory_bytes
+    fits = mem <= device.capacity_bytes
     order = np.argsort(np.where(fits, t, np.inf))
     candidates = []
     for j in order[: max(top * 3, top)]:

@@ -15,6 +15,11 @@ DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4")
 
 DeviceKind = Literal["gpu", "tpu", "npu", "cpu"]
 
+USABLE_MIN, USABLE_MAX = 0.85, 1.1
+"""Bounds of usable_memory_bytes / memory_bytes. Usable can exceed the vendor's "80 GB" because
+software counts binary units (H100: 81,559 MiB in nvidia-smi = 85.5e9 bytes); it falls short by
+the driver's reserve and, on GDDR cards with ECC on, the ECC carve-out (T4: 15,360 MiB of 16 GiB)."""
+
 
 class Provenance(BaseModel):
     """Where one number comes from."""
@@ -49,7 +54,12 @@ class Device(BaseModel):
     year: int = Field(ge=1990, le=2100, description="year of release")
     form_factor: str
     memory_type: str
-    memory_bytes: int = Field(gt=0, description="device memory in bytes (GB = 1e9)")
+    memory_bytes: int = Field(gt=0, description="device memory in bytes (GB = 1e9), the vendor's figure")
+    usable_memory_bytes: int | None = Field(
+        default=None, gt=0,
+        description="memory a PyTorch process can allocate: torch.cuda.get_device_properties()"
+                    ".total_memory (= CUDA totalGlobalMem) where known, else the nvidia-smi total",
+    )
     mem_bw_bytes_per_s: float = Field(gt=0, description="peak memory bandwidth, bytes/s")
     peak_flops_per_s: dict[str, float] = Field(description="DENSE peak FLOP/s (OP/s for int) per dtype")
     l2_cache_bytes: int | None = Field(default=None, gt=0, description="L2 (GPU) or last-level cache")
@@ -83,14 +93,32 @@ class Device(BaseModel):
 
     @model_validator(mode="after")
     def _every_number_sourced(self) -> Device:
-        numeric = ["memory_bytes", "mem_bw_bytes_per_s", "l2_cache_bytes", "compute_units", "tdp_w",
-                   "scale_up", "pcie", "scale_out", "list_price_usd", "cloud_usd_per_hour"]
+        numeric = ["memory_bytes", "usable_memory_bytes", "mem_bw_bytes_per_s", "l2_cache_bytes",
+                   "compute_units", "tdp_w", "scale_up", "pcie", "scale_out", "list_price_usd",
+                   "cloud_usd_per_hour"]
         needed = [f for f in numeric if getattr(self, f) is not None]
         needed += [f"peak.{d}" for d in self.peak_flops_per_s]
         missing = [f for f in needed if f not in self.provenance]
         if missing:
             raise ValueError(f"no source for: {', '.join(missing)}")
         return self
+
+    @model_validator(mode="after")
+    def _usable_memory_plausible(self) -> Device:
+        """The usable figure differs from the vendor's by unit (GB vs GiB) and driver reserve, a
+        few percent either way; outside [0.85, 1.1] x memory it is a typo or the wrong device."""
+        u = self.usable_memory_bytes
+        if u is not None and not (USABLE_MIN * self.memory_bytes <= u <= USABLE_MAX * self.memory_bytes):
+            raise ValueError(
+                f"usable_memory_bytes = {u} is {u / self.memory_bytes:.3f} x memory_bytes "
+                f"({self.memory_bytes}); expected between {USABLE_MIN} and {USABLE_MAX}"
+            )
+        return self
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Bytes the memory planner may fill: the usable figure when known, else the vendor's."""
+        return self.usable_memory_bytes if self.usable_memory_bytes is not None else self.memory_bytes
 
     def peak(self, dtype: str) -> float | None:
         """Dense peak FLOP/s for a dtype, or None when the hardware has no fast path for it."""

@@ -1,7 +1,10 @@
 """The device record file format (TOML) and its conversion into a validated Device.
 
 One file per device. Quantities are written with their unit ("80 GB", "3.35 TB/s",
-"989.4 TFLOP/s") and parsed by `gpuplan.units`; each names a source declared in the same file:
+"989.4 TFLOP/s") and parsed by `gpuplan.units`; each names a source declared in the same file.
+`memory` is the vendor's figure ("80 GB" = 80e9 bytes); the optional `usable_memory` is what a
+PyTorch process can allocate (torch.cuda.get_device_properties().total_memory, which is CUDA's
+totalGlobalMem; else the nvidia-smi total), and the memory planner uses it when present:
 
     name = "H100-SXM"
     aliases = ["h100"]
@@ -17,8 +20,13 @@ One file per device. Quantities are written with their unit ("80 GB", "3.35 TB/s
     url = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
     date = "2023-09"
 
+    [sources.devicequery]
+    title = "deviceQuery output on an H100 SXM node"
+    date = "2024-11"
+
     [values]
     memory = { value = "80 GB", source = "datasheet" }
+    usable_memory = { value = "85045477376 B", source = "devicequery", note = "CUDA totalGlobalMem" }
     mem_bw = { value = "3.35 TB/s", source = "datasheet" }
 
     [peak]          # DENSE; the datasheet's "with sparsity" figure is twice this
@@ -72,6 +80,7 @@ class LinkEntry(BaseModel):
 class Values(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     memory: ValueEntry
+    usable_memory: ValueEntry | None = None
     mem_bw: ValueEntry
     l2_cache: ValueEntry | None = None
     compute_units: ValueEntry | None = None
@@ -138,6 +147,8 @@ def _convert(rec: DeviceFile) -> Device:
         return units.parse(entry.value, kind, field)
 
     fields["memory_bytes"] = round(take(v.memory, "memory_bytes", "bytes") or 0)
+    usable = take(v.usable_memory, "usable_memory_bytes", "bytes")
+    fields["usable_memory_bytes"] = round(usable) if usable is not None else None
     fields["mem_bw_bytes_per_s"] = take(v.mem_bw, "mem_bw_bytes_per_s", "bytes_per_s")
     l2 = take(v.l2_cache, "l2_cache_bytes", "bytes")
     fields["l2_cache_bytes"] = round(l2) if l2 is not None else None
