@@ -116,3 +116,52 @@ def test_cli_start_does_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_train_contract(capsys):
+    r = run_json(capsys, "train", "llama-3-8b", "--gpu", "h100", "--gpus", "8",
+                 "--micro-batch", "1", "--global-batch", "64", "--seq-len", "4096", "--fused",
+                 "--recompute", "full", "--zero", "3")
+    for key in ("step_time_s", "tokens_per_s", "model_flops_per_s_per_gpu", "mfu",
+                "comm_time_s", "bubble_fraction", "gpu_hours", "cost_usd"):
+        assert r[key] is not None, key
+    assert 0.2 < r["mfu"] < 0.7  # the realistic band for large-scale training (GUIDE D)
+    assert r["run"]["tokens"] == 20 * 8_030_261_248
+    assert r["memory"]["fits"]
+    from gpuplan.estimate.comm import bus_factor
+
+    assert r["collectives"]
+    for c in r["collectives"]:  # nccl-tests: algbw = bytes / time, busbw = algbw x factor
+        assert c["group"] > 1
+        assert c["algbw_bytes_per_s"] == pytest.approx(c["bytes"] / c["time_s"])
+        assert c["busbw_bytes_per_s"] == pytest.approx(
+            c["algbw_bytes_per_s"] * bus_factor(c["op"], c["group"]))
+
+
+def test_train_not_fitting_is_reported_not_timed(capsys):
+    r = run_json(capsys, "train", "llama-2-70b", "--gpu", "a100", "--gpus", "8", "--zero", "0",
+                 "--seq-len", "4096")
+    assert r["fits"] is False and r["step_time_s"] is None and r["gpu_hours"] is None
+
+
+def test_train_search_and_scaling_json(capsys):
+    r = run_json(capsys, "train", "llama-3-8b", "--gpus", "16", "--global-batch", "128",
+                 "--fused", "--search", "--top", "3")
+    assert r["evaluated"] > 1000 and len(r["top"]) == 3
+    assert r["top"][0]["tokens_per_s"] >= r["top"][-1]["tokens_per_s"]
+    s = run_json(capsys, "train", "gpt2-large", "--gpu", "rtx-4090", "--gpus", "4",
+                 "--micro-batch", "1", "--seq-len", "1024", "--zero", "0", "--scaling")
+    assert [p["gpus"] for p in s["scaling"]] == [1, 2, 4]
+    assert s["scaling"][0]["speedup"] == 1.0
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["train", "gpt2", "--gpus", "8", "--tp", "3"], "--gpus"),
+    (["train", "gpt2", "--gpus", "4", "--tp", "8", "--dp", "1"], "gpus"),
+    (["memory", "gpt2", "--mode", "infer", "--tp", "5"], "tp"),
+    (["memory", "gpt2", "--attention", "sparse"], "--attention"),
+])
+def test_more_bad_input(argv, needle):
+    p = run_cli(*argv)
+    assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -206,7 +206,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     t_tok = cfg.micro_batch * loc.seq
     act_bytes = t_tok * m.hidden_size * e
     tp_local = min(cfg.tp, cluster.gpus_per_node)
-    tp_ar = coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp, tp_local)
+    tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp, tp_local)
+             if cfg.tp > 1 else 0.0)
     # attention and MLP blocks: one all-reduce each forward, backward (and recomputed forward)
     ar_per_layer = 2 * (3 if cfg.recompute == "full" else 2)
     ep_local = max(1, min(cfg.ep, cluster.gpus_per_node // max(1, cfg.tp)))
