@@ -102,22 +102,8 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def _hf_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
-    transformers = pytest.importorskip("transformers")
-    torch = pytest.importorskip("torch")
-    cls = getattr(transformers, cls_name)
-    cfg = cls(**cfg_dict)
-    with warnings.catch_warnings(), torch.device("meta"):
-        warnings.simplefilter("ignore")
-        if cfg.model_type == "bert":
-            model = transformers.BertForMaskedLM(cfg)
-        else:
-            model = transformers.AutoModelForCausalLM.from_config(cfg)
-    return int(sum(p.numel() for p in model.parameters()))
-
-
-def _hf_tensor_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
-    """Parameter tensors of the real model (optimizers keep a step counter per tensor)."""
+def _hf_params(cls_name: str, cfg_dict: dict[str, Any]) -> list[Any]:
+    """The parameter tensors of the real transformers model, built on meta."""
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     cfg = getattr(transformers, cls_name)(**cfg_dict)
@@ -127,7 +113,16 @@ def _hf_tensor_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
             model = transformers.BertForMaskedLM(cfg)
         else:
             model = transformers.AutoModelForCausalLM.from_config(cfg)
-    return len(list(model.parameters()))
+    return list(model.parameters())
+
+
+def _hf_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
+    return int(sum(p.numel() for p in _hf_params(cls_name, cfg_dict)))
+
+
+def _hf_tensor_count(cls_name: str, cfg_dict: dict[str, Any]) -> int:
+    """Parameter tensors (optimizers keep a step counter per tensor)."""
+    return len(_hf_params(cls_name, cfg_dict))
 
 
 def _config_dicts(cls_name: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
