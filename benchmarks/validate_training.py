@@ -160,7 +160,7 @@ def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None
         return res, True, ""
     need = res.memory.total_bytes / 2**30
     cap = res.memory.capacity_bytes / 2**30
-    roomy = device.model_copy(update={"memory_bytes": 10**15})
+    roomy = device.model_copy(update={"memory_bytes": 10**15, "usable_memory_bytes": None})
     cluster = default_cluster(roomy, run.num_gpus, run.gpus_per_node, **run.cluster)
     retry = step_time(run.model, cluster, cfg, eff)
     note = (f"memory model: {need:.1f} GiB > {cap:.1f} GiB, but the published run fit; "

@@ -85,6 +85,7 @@ def test_required_devices_present(catalog) -> None:
 
 NUMERIC_FIELDS = {
     "memory_bytes": "memory_bytes",
+    "usable_memory_bytes": "usable_memory_bytes",
     "mem_bw_bytes_per_s": "mem_bw_bytes_per_s",
     "l2_cache_bytes": "l2_cache_bytes",
     "compute_units": "compute_units",
@@ -375,6 +376,147 @@ def test_user_device_file_via_environment(tmp_path: Path, monkeypatch: pytest.Mo
     assert "Test-GPU" in cat.devices
     assert cat.get("test gpu").peak("bf16") == 100 * TFLOPS
     assert len(cat) == len(DEVICES) + 1
+
+
+# --------------------------------------------------------------------------------------------
+# Usable memory: what a PyTorch process can allocate, which the memory planner fills
+# --------------------------------------------------------------------------------------------
+
+MiB, GiB = 2**20, 2**30
+
+# Devices whose usable memory was found in public logs (torch total_memory, CUDA deviceQuery
+# totalGlobalMem, PyTorch OOM "total capacity"); each carries its own source in the catalog.
+WITH_USABLE = [
+    "A100-SXM-40GB", "A100-SXM-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB", "H100-SXM",
+    "H100-PCIE", "H100-NVL", "H200", "B200", "V100-SXM2-32GB", "L4", "L40S", "A10", "A10G", "T4",
+    "RTX-3090", "RTX-4090", "RTX-5090", "RTX-A6000", "MI300X",
+]
+
+# nvidia-smi "Total" (MiB) as published: modal-labs/modal-client PR #2797 (2025-01: H100
+# 81559, A100 80GB 81920, A100 40GB 40960, A10 23028, L40S 46068, L4 23034, T4 15360) and
+# thamada/nvidia-smi gls/*_smi.py (2024-11: RTX 3090 24576, RTX 4090 24564, H100 NVL 95830);
+# B200 183359 (NVIDIA/TensorRT-LLM#10278); A100 80GB PCIe 81920 (stas00/ml-engineering).
+# The driver keeps a few hundred MiB of that total for itself, so what PyTorch sees is a
+# little less: never more, and not more than 3% less.
+NVIDIA_SMI_TOTAL_MIB = {
+    "H100-SXM": 81559, "A100-SXM-80GB": 81920, "A100-SXM-40GB": 40960, "A10": 23028,
+    "L40S": 46068, "L4": 23034, "T4": 15360, "RTX-3090": 24576, "RTX-4090": 24564,
+    "H100-NVL": 95830, "B200": 183359, "A100-PCIE-80GB": 81920,
+}
+
+
+@pytest.mark.parametrize("name", WITH_USABLE)
+def test_usable_memory_present_and_sourced(catalog, name: str) -> None:
+    d = catalog.get(name)
+    assert d.usable_memory_bytes is not None, f"{name}: usable_memory missing"
+    prov = d.provenance["usable_memory_bytes"]
+    assert prov.source.strip() and DATE_RE.match(prov.date)
+    assert prov.note, f"{name}: say which number it is (torch total_memory, deviceQuery, ...)"
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=_ids(DEVICES))
+def test_usable_memory_within_bounds(device: Device) -> None:
+    if device.usable_memory_bytes is None:
+        assert device.capacity_bytes == device.memory_bytes
+        return
+    assert 0.85 * device.memory_bytes <= device.usable_memory_bytes <= 1.1 * device.memory_bytes
+    assert device.capacity_bytes == device.usable_memory_bytes
+
+
+@pytest.mark.parametrize("name", list(NVIDIA_SMI_TOTAL_MIB))
+def test_usable_memory_just_below_the_nvidia_smi_total(catalog, name: str) -> None:
+    """Catches the nvidia-smi total, or a GB/GiB slip, entered as the usable figure."""
+    smi = NVIDIA_SMI_TOTAL_MIB[name] * MiB
+    usable = catalog.get(name).usable_memory_bytes
+    assert 0.97 * smi <= usable < smi, f"{name}: {usable / MiB:.0f} MiB vs nvidia-smi {smi / MiB}"
+
+
+def test_usable_memory_follows_binary_units_on_hbm_parts(catalog) -> None:
+    """HBM parts sold as "80 GB" hold 80 GiB: software sees more than 80e9 bytes. GDDR6 parts
+    with ECC on (T4, L4, A10, L40S) give up a slice and show less than the vendor's GB."""
+    for name in ("H100-SXM", "A100-SXM-80GB", "H200", "B200", "MI300X", "V100-SXM2-32GB"):
+        d = catalog.get(name)
+        assert d.usable_memory_bytes > d.memory_bytes, name
+    for name in ("T4", "L4", "A10", "A10G", "L40S"):
+        d = catalog.get(name)
+        assert d.usable_memory_bytes < d.memory_bytes, name
+    h100 = catalog.get("H100-SXM").usable_memory_bytes
+    assert 79.0 * GiB < h100 < 79.3 * GiB  # torch total_memory 79.11-79.20 GiB in the sources
+
+
+def test_usable_memory_parsed_from_a_record(tmp_path: Path) -> None:
+    path = tmp_path / "u.toml"
+    path.write_text(MINIMAL.replace(
+        'memory = { value = "16 GB", source = "s" }',
+        'memory = { value = "16 GB", source = "s" }\n'
+        'usable_memory = { value = "15360 MiB", source = "s", note = "nvidia-smi total" }'))
+    d = load_device_file(path)
+    assert d.usable_memory_bytes == 15360 * MiB
+    assert d.capacity_bytes == 15360 * MiB
+    assert d.memory_bytes == 16 * GB
+    assert d.provenance["usable_memory_bytes"].note == "nvidia-smi total"
+
+
+def test_capacity_falls_back_to_the_vendor_figure(tmp_path: Path) -> None:
+    path = tmp_path / "v.toml"
+    path.write_text(MINIMAL)
+    d = load_device_file(path)
+    assert d.usable_memory_bytes is None and d.capacity_bytes == d.memory_bytes == 16 * GB
+
+
+@pytest.mark.parametrize("value", ["13 GB", "18 GB", "16 TB"])
+def test_usable_memory_out_of_bounds_is_rejected(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL.replace(
+        'memory = { value = "16 GB", source = "s" }',
+        'memory = { value = "16 GB", source = "s" }\n'
+        f'usable_memory = {{ value = "{value}", source = "s" }}'))
+    with pytest.raises(GpuplanError, match="usable_memory_bytes"):
+        load_device_file(path)
+
+
+def test_usable_memory_needs_a_declared_source(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL.replace(
+        'memory = { value = "16 GB", source = "s" }',
+        'memory = { value = "16 GB", source = "s" }\nusable_memory = { value = "15 GiB", source = "smi" }'))
+    with pytest.raises(GpuplanError, match="smi"):
+        load_device_file(path)
+
+
+def test_usable_memory_without_provenance_is_rejected() -> None:
+    d = get_device("h100")
+    fields = d.model_dump()
+    fields["provenance"] = {k: v for k, v in d.provenance.items() if k != "usable_memory_bytes"}
+    with pytest.raises(ValueError, match="usable_memory_bytes"):
+        Device.model_validate(fields)
+
+
+def test_planner_uses_the_usable_capacity() -> None:
+    from gpuplan.estimate.memory import InferConfig, infer_memory
+    from gpuplan.specs.catalog import get_model
+
+    d = get_device("h100")
+    r = infer_memory(get_model("llama-3-8b"), d, InferConfig(batch=1, context=4096))
+    assert r.capacity_bytes == d.usable_memory_bytes != d.memory_bytes
+    assert "usable" in str(r.assumptions["capacity"])
+
+
+def test_hardware_command_shows_usable_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from gpuplan.cli.main import main
+
+    assert main(["hardware", "h100", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["memory_bytes"] == 80_000_000_000  # the vendor's figure, unchanged
+    assert r["usable_memory_bytes"] == r["capacity_bytes"] == 85_045_477_376
+    assert r["sources"]["usable_memory_bytes"]["note"]
+    assert main(["hardware", "tpu-v5e", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["usable_memory_bytes"] is None and r["capacity_bytes"] == r["memory_bytes"]
+    assert main(["hardware", "t4"]) == 0
+    assert "usable memory" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------------------------
