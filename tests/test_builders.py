@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
+from gpuplan.ops.decode import build_decode
 from gpuplan.ops.op import OpList
 from gpuplan.ops.transformer import (
     Impl,
-    build_decode,
     build_forward,
     build_training,
     forward_flops,

@@ -6,9 +6,10 @@ import pytest
 
 from gpuplan.estimate.efficiency import default_efficiency, ideal_efficiency
 from gpuplan.estimate.roofline import op_time, roofline
+from gpuplan.ops.decode import build_decode
 from gpuplan.ops.op import Op
 from gpuplan.ops.passes import fuse_elementwise
-from gpuplan.ops.transformer import Impl, build_decode, build_forward, build_training
+from gpuplan.ops.transformer import Impl, build_forward, build_training
 from gpuplan.specs import get_device, get_model
 
 A100 = get_device("a100-sxm-80gb")

@@ -9,9 +9,10 @@ from typing import Any, Literal
 
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
 from gpuplan.estimate.roofline import Roofline, roofline
+from gpuplan.ops.decode import build_decode
 from gpuplan.ops.op import OpList
 from gpuplan.ops.passes import FusedChain, fuse_elementwise
-from gpuplan.ops.transformer import Impl, build_decode, build_forward, build_training
+from gpuplan.ops.transformer import Impl, build_forward, build_training
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
 

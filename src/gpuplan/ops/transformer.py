@@ -9,113 +9,18 @@ implementation whose norms, activations and RoPE are single kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 from gpuplan.errors import InputError
 from gpuplan.ops import blocks
 from gpuplan.ops.blocks import DTYPE_BYTES, FP32, INDEX, Ctx
+from gpuplan.ops.impl import Impl, Local, check_positive, local_sizes
 from gpuplan.ops.op import Op, OpList, Phase
 from gpuplan.specs.model import ModelSpec
-
-AttentionImpl = Literal["flash", "naive"]
-Target = Literal["cuda", "cpu"]
 
 # HF implementations that upcast attention softmax to fp32 (eager_attention_forward)
 _SOFTMAX_FP32_FAMILIES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
                                     "gemma", "gemma2", "phi3", "deepseek_v3"})
-
-
-@dataclass(frozen=True)
-class Impl:
-    """How the model is run: kernels, precision, target device class."""
-
-    attention: AttentionImpl = "flash"
-    """flash: fused attention, O(s) extra memory; naive: scores and softmax in memory, O(s²)"""
-    target: Target = "cuda"
-    """cuda: 1-byte dropout masks, flash kernels; cpu: masks in the activation dtype and the
-    math attention path whenever attention dropout is on (as PyTorch does on the CPU)"""
-    fused: bool = False
-    """norms/activations/RoPE fused into single kernels"""
-    dtype: str = "bf16"
-    """activation and matmul dtype"""
-    matmul_dtype: str | None = None
-    """matmul compute dtype if different (fp8 for fp8-mixed training or W8A8 inference)"""
-    weight_dtype: str | None = None
-    """stored weight dtype for inference (int4/int8/fp8 weight-only quantization)"""
-    kv_dtype: str | None = None
-    """KV-cache dtype (default: dtype)"""
-    grad_dtype: str | None = None
-    """weight-gradient dtype (default: dtype)"""
-    dropout: bool = True
-    """apply the spec's dropout rates when training"""
-    weight_group_size: int = 128
-    """quantization group size: one fp16 scale per group of int4/int8 weights"""
-    tp: int = 1
-    """tensor parallel degree: heads, MLP and vocabulary split over tp GPUs (Shoeybi et al. 2019)"""
-    sp: bool = False
-    """sequence parallelism with TP: norms, dropout and residuals split over tp too (Korthikanti
-    et al. 2022 §4.2.2)"""
-    cp: int = 1
-    """context parallel degree: each GPU holds seq_len/cp tokens, attends to all (ring attention)"""
-    ep: int = 1
-    """expert parallel degree: each GPU holds num_experts/ep experts"""
-    recompute: Literal["none", "selective", "full"] = "none"
-    """activation recomputation: selective = attention core (Korthikanti et al. 2022 §5);
-    full = every layer keeps only its input and reruns its forward in backward"""
-    training_kv_cache: bool = True
-    """Hugging Face models build a KV cache even in training (use_cache=True) and attend to its
-    copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
-    output and the copies alive. False for frameworks without it (Megatron, nanoGPT, torchtitan)"""
-
-    def weight_bytes(self) -> float:
-        w = self.weight_dtype or self.dtype
-        b = DTYPE_BYTES[w]
-        if w in ("int4", "int8", "fp4"):
-            b += 2 / self.weight_group_size  # fp16 scale per group (GPTQ/AWQ style)
-        return b
-
-
-@dataclass(frozen=True)
-class Local:
-    """Per-GPU sizes of one layer under tensor, sequence, context and expert parallelism."""
-
-    heads: int
-    kv_heads: int
-    ff: int
-    expert_ff: int
-    experts: int
-    vocab: int
-    seq: int
-    """tokens per sequence on this GPU (seq_len / cp)"""
-    rep: float
-    """fraction of the tokens whose replicated work (norms, dropout, residual) this GPU does"""
-
-
-def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
-    tp, cp, ep = impl.tp, impl.cp, impl.ep
-    for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
-        _check(field, value)
-    if m.num_heads % tp:
-        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
-    if m.kv_heads % tp and tp % m.kv_heads:
-        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
-    if m.is_moe and m.num_experts % ep:
-        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
-    if not m.is_moe and ep != 1:
-        raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
-    if seq_len % cp:
-        raise InputError("cp", cp, f"a divisor of the sequence length ({seq_len})")
-    return Local(
-        heads=m.num_heads // tp, kv_heads=max(1, m.kv_heads // tp),
-        ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // tp),
-        experts=max(1, m.num_experts // ep), vocab=-(-m.vocab_size // tp),
-        seq=seq_len // cp, rep=1.0 / tp if impl.sp else 1.0)
-
-
-def _check(field: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise InputError(field, value, "a whole number >= 1")
 
 
 def _ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
@@ -413,8 +318,8 @@ def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
 
 def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = None) -> OpList:
     """Forward and backward ops of one training micro-batch (no optimizer step)."""
-    _check("batch", batch)
-    _check("seq_len", seq_len)
+    check_positive("batch", batch)
+    check_positive("seq_len", seq_len)
     impl = impl or Impl()
     c = _ctx(impl, "forward", train=True)
     drop = impl.dropout
@@ -431,8 +336,8 @@ def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = No
                   phase: Phase = "forward", all_logits: bool = True) -> OpList:
     """Forward ops without autograd: 'forward' (inference over a batch) or 'prefill' (prompt
     processing: writes the KV cache; logits only for the last token unless all_logits)."""
-    _check("batch", batch)
-    _check("seq_len", seq_len)
+    check_positive("batch", batch)
+    check_positive("seq_len", seq_len)
     impl = impl or Impl()
     c = _ctx(impl, phase, train=False)
     loc = local_sizes(m, impl, seq_len)
@@ -460,78 +365,6 @@ def _kv_write(c: Ctx, m: ModelSpec, impl: Impl, tokens: float) -> None:
     c.op("kv_cache.write", "copy", 0.0, nbytes, nbytes, shape=f"{int(tokens)} tokens")
 
 
-def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = None) -> OpList:
-    """One decode step: `batch` sequences each add one token after `context` cached tokens."""
-    _check("batch", batch)
-    _check("context", context)
-    impl = impl or Impl()
-    c = _ctx(impl, "decode", train=False)
-    t, d = batch, m.hidden_size
-    kv_e = DTYPE_BYTES[impl.kv_dtype or impl.dtype]
-    c.component = "embedding"
-    blocks.embedding(c, "embed.tokens", t, m.vocab_size, d, t)
-    n_sliding = m.num_sliding_layers
-    for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
-        if count == 0:
-            continue
-        lc = replace_ctx(c, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
-        lc.component = "norm"
-        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
-        lc.component = "attention"
-        keys = context + 1 if window is None else min(context + 1, window)
-        _decode_attention(lc, m, batch, keys, kv_e)
-        blocks.elementwise(lc, "residual1", t * d, 2 * t * d)
-        _flush(c, lc)
-    for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
-        if count == 0:
-            continue
-        lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
-        lc.component = "norm"
-        blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
-        lc.component = "moe" if moe else "mlp"
-        if moe:
-            _moe(lc, m, t)
-        else:
-            _mlp(lc, m, t, m.intermediate_size)
-        blocks.elementwise(lc, "residual2", t * d, 2 * t * d)
-        _flush(c, lc)
-    _head(c, m, t, t, loss=False)
-    return OpList(tuple(c.fwd))
-
-
-def _decode_attention(c: Ctx, m: ModelSpec, b: int, keys: int, kv_e: float) -> None:
-    """Projections for one new token, append to the cache, attend over `keys` cached tokens."""
-    h, hkv, dqk, dv, d = m.num_heads, m.kv_heads, m.head_size, m.v_head_size, m.hidden_size
-    e = c.e
-    if m.is_mla:
-        # Absorbed MLA decode (DeepSeek-V2 §2.1.3): attend in the compressed latent space.
-        r_q, r_kv, rope, nope = (m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0,
-                                 m.qk_nope_head_dim or 0)
-        if r_q:
-            blocks.linear(c, "attn.q_a", b, d, r_q)
-            blocks.linear(c, "attn.q_b", b, r_q, h * dqk)
-        else:
-            blocks.linear(c, "attn.q", b, d, h * dqk)
-        blocks.linear(c, "attn.kv_a", b, d, r_kv + rope)
-        blocks.linear(c, "attn.q_absorb", b, h * nope, r_kv, weight_rows=h * nope)
-        latent = b * keys * (r_kv + rope) * kv_e
-        flops = 2 * b * h * keys * (r_kv + rope) + 2 * b * h * keys * r_kv
-        c.op("attn.core", "attention", flops, latent + b * h * (r_kv + rope) * e,
-             b * h * r_kv * e + b * (r_kv + rope) * kv_e, shape=f"b{b} h{h} ctx{keys} latent")
-        blocks.linear(c, "attn.v_absorb", b, r_kv, h * dv, weight_rows=h * r_kv / h)
-    else:
-        blocks.linear(c, "attn.qkv", b, d, h * dqk + hkv * (dqk + dv), bias=m.qkv_bias)
-        if m.position == "rope":
-            rot = b * (h + hkv) * dqk
-            blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5)
-        cache = b * keys * hkv * (dqk + dv) * kv_e
-        flops = 2 * b * h * keys * (dqk + dv)
-        c.op("attn.core", "attention", flops, cache + b * h * dqk * e,
-             b * h * dv * e + b * hkv * (dqk + dv) * kv_e,
-             shape=f"b{b} h{h}/{hkv} ctx{keys} d{dqk}")
-    blocks.linear(c, "attn.out", b, h * dv, d, bias=m.out_bias)
-
-
 def forward_flops(ops: OpList, useful: bool = False) -> float:
     """Model FLOPs of the forward phase(s): matmul-class ops (the 6·N·D convention)."""
     fwd = ops.phase("forward", "prefill", "decode")
@@ -542,5 +375,5 @@ def total(ops: OpList, attr: str) -> float:
     return float(sum(float(getattr(o, attr)) * o.count for o in ops))
 
 
-__all__ = ["Impl", "Op", "OpList", "build_decode", "build_forward", "build_training",
-           "forward_flops", "kv_bytes_per_token"]
+__all__ = ["Impl", "Local", "Op", "OpList", "build_forward", "build_training",
+           "forward_flops", "kv_bytes_per_token", "local_sizes"]

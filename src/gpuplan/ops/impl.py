@@ -1,0 +1,106 @@
+"""How a model is run (kernels, precision, target) and how it is split over GPUs: the
+per-GPU sizes under tensor, sequence, context and expert parallelism."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuplan.errors import InputError
+from gpuplan.ops.blocks import DTYPE_BYTES
+from gpuplan.specs.model import ModelSpec
+
+AttentionImpl = Literal["flash", "naive"]
+Target = Literal["cuda", "cpu"]
+
+
+@dataclass(frozen=True)
+class Impl:
+    """How the model is run: kernels, precision, target device class."""
+
+    attention: AttentionImpl = "flash"
+    """flash: fused attention, O(s) extra memory; naive: scores and softmax in memory, O(s²)"""
+    target: Target = "cuda"
+    """cuda: 1-byte dropout masks, flash kernels; cpu: masks in the activation dtype and the
+    math attention path whenever attention dropout is on (as PyTorch does on the CPU)"""
+    fused: bool = False
+    """norms/activations/RoPE fused into single kernels"""
+    dtype: str = "bf16"
+    """activation and matmul dtype"""
+    matmul_dtype: str | None = None
+    """matmul compute dtype if different (fp8 for fp8-mixed training or W8A8 inference)"""
+    weight_dtype: str | None = None
+    """stored weight dtype for inference (int4/int8/fp8 weight-only quantization)"""
+    kv_dtype: str | None = None
+    """KV-cache dtype (default: dtype)"""
+    grad_dtype: str | None = None
+    """weight-gradient dtype (default: dtype)"""
+    dropout: bool = True
+    """apply the spec's dropout rates when training"""
+    weight_group_size: int = 128
+    """quantization group size: one fp16 scale per group of int4/int8 weights"""
+    tp: int = 1
+    """tensor parallel degree: heads, MLP and vocabulary split over tp GPUs (Shoeybi et al. 2019)"""
+    sp: bool = False
+    """sequence parallelism with TP: norms, dropout and residuals split over tp too (Korthikanti
+    et al. 2022 §4.2.2)"""
+    cp: int = 1
+    """context parallel degree: each GPU holds seq_len/cp tokens, attends to all (ring attention)"""
+    ep: int = 1
+    """expert parallel degree: each GPU holds num_experts/ep experts"""
+    recompute: Literal["none", "selective", "full"] = "none"
+    """activation recomputation: selective = attention core (Korthikanti et al. 2022 §5);
+    full = every layer keeps only its input and reruns its forward in backward"""
+    training_kv_cache: bool = True
+    """Hugging Face models build a KV cache even in training (use_cache=True) and attend to its
+    copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
+    output and the copies alive. False for frameworks without it (Megatron, nanoGPT, torchtitan)"""
+
+    def weight_bytes(self) -> float:
+        w = self.weight_dtype or self.dtype
+        b = DTYPE_BYTES[w]
+        if w in ("int4", "int8", "fp4"):
+            b += 2 / self.weight_group_size  # fp16 scale per group (GPTQ/AWQ style)
+        return b
+
+
+@dataclass(frozen=True)
+class Local:
+    """Per-GPU sizes of one layer under tensor, sequence, context and expert parallelism."""
+
+    heads: int
+    kv_heads: int
+    ff: int
+    expert_ff: int
+    experts: int
+    vocab: int
+    seq: int
+    """tokens per sequence on this GPU (seq_len / cp)"""
+    rep: float
+    """fraction of the tokens whose replicated work (norms, dropout, residual) this GPU does"""
+
+
+def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
+    tp, cp, ep = impl.tp, impl.cp, impl.ep
+    for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
+        check_positive(field, value)
+    if m.num_heads % tp:
+        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
+    if m.kv_heads % tp and tp % m.kv_heads:
+        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
+    if m.is_moe and m.num_experts % ep:
+        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
+    if not m.is_moe and ep != 1:
+        raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
+    if seq_len % cp:
+        raise InputError("cp", cp, f"a divisor of the sequence length ({seq_len})")
+    return Local(
+        heads=m.num_heads // tp, kv_heads=max(1, m.kv_heads // tp),
+        ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // tp),
+        experts=max(1, m.num_experts // ep), vocab=-(-m.vocab_size // tp),
+        seq=seq_len // cp, rep=1.0 / tp if impl.sp else 1.0)
+
+
+def check_positive(field: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise InputError(field, value, "a whole number >= 1")
