@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from gpuplan.errors import GpuplanError
 
-try:  # typer >= 0.26 vendors its own copy of click
-    from typer._click import exceptions as _typer_click
-except ImportError:  # pragma: no cover
-    _typer_click = click.exceptions  # type: ignore[misc]
+try:  # typer >= 0.26 vendors its own copy of click (and no longer installs click)
+    from typer._click import exceptions as _click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as _click_exceptions  # type: ignore[no-redef]
 
-_EXIT = (click.exceptions.Exit, typer.Exit)
-_ABORT = (click.exceptions.Abort, typer.Abort)
-_USAGE = (click.ClickException, _typer_click.ClickException)
+_EXIT = (typer.Exit, _click_exceptions.Exit) if hasattr(_click_exceptions, "Exit") \
+    else (typer.Exit,)
+_ABORT = (typer.Abort, _click_exceptions.Abort) if hasattr(_click_exceptions, "Abort") \
+    else (typer.Abort,)
+_USAGE = (_click_exceptions.ClickException,)
 
 app = typer.Typer(
     name="gpuplan",
