@@ -165,3 +165,13 @@ def test_more_bad_input(argv, needle):
     p = run_cli(*argv)
     assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_cli_needs_no_package_outside_the_core_dependencies():
+    """`pip install -e .` installs pydantic, rich, typer, numpy: the CLI must not import click
+    (typer vendors it), torch or matplotlib at start-up."""
+    code = ("import sys; from gpuplan.cli.main import main; main(['hardware', '--json']); "
+            "bad = [m for m in ('click', 'torch', 'matplotlib', 'transformers') "
+            "if m in sys.modules]; assert not bad, bad")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
