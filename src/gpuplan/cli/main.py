@@ -35,13 +35,14 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gpuplan.cli import catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
+    from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
 
     catalog_cmds.register(app)
     flops_cmd.register(app)
     roofline_cmd.register(app)
     memory_cmd.register(app)
     train_cmd.register(app)
+    bench_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:

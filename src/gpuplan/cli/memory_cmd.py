@@ -11,6 +11,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
 
@@ -72,7 +73,7 @@ def _render(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | None) -
               [("per GPU", "left"), ("bytes", "right"), ("share", "right")],
               caption="GB = 1e9 bytes. Assumptions: " + ", ".join(
                   f"{k}={v}" for k, v in r["assumptions"].items()
-                  if k not in ("parallel", "bytes_per_param", "capacity")))
+                  if k not in ("parallel", "bytes_per_param", "capacity", "profile")))
     for k, v in r["per_gpu"].items():
         t.add_row(k, _gb(v), f"{v / total:.1%}" if total else "-")
         if k == "other":
@@ -93,6 +94,10 @@ def _render(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | None) -
                   "")
         t.add_row("parameters on this GPU", f"{r['params_per_gpu']:,}", "")
     con.print(t)
+    prof = r["assumptions"].get("profile")
+    if prof:
+        con.print(f"profile {prof['path']} ({prof['device']}, {prof['date']}) recorded: "
+                  f"{prof['note']}")
     if r["mode"] == "train" and r.get("note"):
         con.print(r["note"])
     if fix is not None:
@@ -184,6 +189,7 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
+        profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
@@ -219,6 +225,13 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         r = {"model": m.name, **res.to_json()}
+        if profile is not None:
+            from gpuplan.cli.profile_opt import describe, load
+
+            prof = load(profile)
+            r["assumptions"] = {**r["assumptions"], "profile": {
+                **describe(prof, d), "note": "a measured profile changes speeds, not bytes: "
+                                             "these memory figures are the same without it"}}
         if steps is not None:
             r["fix"] = [s.__dict__ for s in steps]
         if plot is not None:

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.report.output import emit, table
 
 
@@ -32,6 +33,10 @@ class DtypeChoice(str, Enum):
     fp8 = "fp8"
 
 
+def _ridge(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any]] | None) -> None:
     eff = r["assumptions"]["efficiency"]
     ctx = "context" if r["phase"] == "decode" else "seq"
@@ -41,7 +46,8 @@ def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any
         [("op", "left"), ("kind", "left"), ("x", "right"), ("FLOPs", "right"),
          ("bytes", "right"), ("FLOP/B", "right"), ("bound", "left"), ("time", "right"),
          ("share", "right")],
-        caption=(f"ridge point {r['ridge_flops_per_byte']:.0f} FLOP/B ({r['dtype']}, datasheet). "
+        caption=(f"ridge point {_ridge(r['ridge_flops_per_byte'])} FLOP/B ({r['dtype']}, "
+                 f"{r.get('ridge_source', 'datasheet')}). "
                  f"Assumed: {eff['source']}; {eff['kernel_overhead_s'] * 1e6:.0f} µs per kernel."))
     for o in r["ops"][:top]:
         t.add_row(o["name"], o["kind"], str(o["count"]), units.format_flops(o["flops"]),
@@ -108,6 +114,7 @@ def register(app: typer.Typer) -> None:
             "--ideal", help="100% of datasheet peaks, no overheads (a pure bound)")] = False,
         top: Annotated[int, typer.Option("--top", min=1, help="rows to print")] = 20,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline chart")] = None,
+        profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Each op's FLOPs, bytes, intensity and bound on the device; step time; fusion."""
@@ -119,9 +126,23 @@ def register(app: typer.Typer) -> None:
         m, d = get_model(model), get_device(gpu)
         impl = Impl(attention=attention.value, dtype="bf16" if dtype.value == "fp8" else
                     dtype.value, matmul_dtype="fp8" if dtype.value == "fp8" else None)
-        a = analyze(m, d, phase.value, batch, seq_len, impl, fused=fused,
-                    efficiency=ideal_efficiency() if ideal else None)
+        eff, prof = ideal_efficiency() if ideal else None, None
+        if profile is not None:
+            from gpuplan.cli.profile_opt import apply
+            from gpuplan.errors import GpuplanError
+
+            if ideal:
+                raise GpuplanError("--profile and --ideal exclude each other (measured "
+                                   "ceilings vs 100% of the datasheet)")
+            eff, prof = apply(profile, d)
+        a = analyze(m, d, phase.value, batch, seq_len, impl, fused=fused, efficiency=eff)
         r = a.to_json()
+        if prof is not None:
+            r["assumptions"]["profile"] = prof
+            mdt = impl.matmul_dtype or impl.dtype
+            if eff is not None and mdt in eff.measured:
+                r["ridge_flops_per_byte"] = eff.measured[mdt] / eff.measured["memory"]
+                r["ridge_source"] = "measured profile"
         sweep = None
         if compare_attention and phase.value != "decode":
             lens = sorted({max(1, seq_len // 4), max(1, seq_len // 2), seq_len, seq_len * 2,

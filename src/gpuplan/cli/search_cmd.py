@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from gpuplan import units
+from gpuplan.estimate.efficiency import Efficiency
 from gpuplan.estimate.memory import TrainConfig
 from gpuplan.report.output import emit, table
 from gpuplan.specs.cluster import Cluster
@@ -31,12 +32,15 @@ def _render(con: Console, r: dict[str, Any], title: str) -> None:
     con.print(t)
 
 
-def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_json: bool) -> None:
+def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_json: bool,
+               efficiency: Efficiency | None = None, profile: dict[str, Any] | None = None) -> None:
     from gpuplan.estimate.search import result_json, search
 
-    res = search(m, cluster, cfg, top=top)
+    res = search(m, cluster, cfg, top=top, efficiency=efficiency)
     r = {"model": m.name, "device": cluster.device.name, "gpus": cluster.gpus,
          **result_json(res)}
+    if profile is not None:
+        r["profile"] = profile
     title = f"{m.name} on {cluster.gpus} x {cluster.device.name}, seq {cfg.seq_len}, " \
             f"global batch {cfg.global_batch or cluster.gpus * cfg.micro_batch}"
     emit(r, as_json, lambda con: _render(con, r, title))

@@ -10,6 +10,7 @@ from rich.console import Console
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.memory_cmd import FsdpChoice, OptimizerChoice, PrecisionChoice, RecomputeChoice
+from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
 
@@ -111,6 +112,7 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
@@ -137,12 +139,18 @@ def register(app: typer.Typer) -> None:
                           virtual_stages=virtual_stages, recompute=recompute.value,
                           attention=attention, global_batch=global_batch,  # type: ignore[arg-type]
                           dropout=False, fused=fused)
+        eff, prof = None, None
+        if profile is not None:
+            from gpuplan.cli.profile_opt import apply
+            from gpuplan.estimate.efficiency import training_efficiency
+
+            eff, prof = apply(profile, d, training_efficiency(d))
         if search:
             from gpuplan.cli.search_cmd import run_search
 
-            run_search(m, cluster, cfg, top, as_json)
+            run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             return
-        res = step_time(m, cluster, cfg, overlap=not no_overlap)
+        res = step_time(m, cluster, cfg, efficiency=eff, overlap=not no_overlap)
         r: dict[str, Any] = {"model": m.name, "device": d.name, **res.to_json(),
                              "layout": {"dp": dp, "tp": tp, "pp": pp, "cp": cp, "ep": ep,
                                         "zero": cfg.zero_stage, "micro_batch": micro_batch,
@@ -151,9 +159,12 @@ def register(app: typer.Typer) -> None:
         r["run"] = totals.to_json() if totals else None
         r["gpu_hours"] = totals.gpu_hours if totals else None
         r["cost_usd"] = totals.cost_usd if totals else None
+        if prof is not None:
+            r["assumptions"]["profile"] = prof
         if scaling:
             base = TrainConfig(**{**cfg.__dict__, "dp": 1,
                                   "global_batch": (cfg.global_batch // dp) if cfg.global_batch
                                   else None})
-            r["scaling"] = scaling_curve(m, cluster, base, gpus, overlap=not no_overlap)
+            r["scaling"] = scaling_curve(m, cluster, base, gpus, overlap=not no_overlap,
+                                         efficiency=eff)
         emit(r, as_json, lambda con: _render(con, r))

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from gpuplan.specs.device import Device
+from gpuplan.errors import InputError
+from gpuplan.specs.device import DTYPES, Device
 
 MAMF_SOURCE = "ml-engineering mamf-finder table @744d01e (2026-08-22), shared/data/kernel_cases.csv"
 
@@ -93,6 +96,7 @@ class Efficiency:
             "attention_ceiling": self.attention_ceiling, "end_to_end": self.end_to_end,
             "size_dependent": self.size_dependent,
             "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
+            "measured": dict(self.measured),
         }
 
 
@@ -121,8 +125,6 @@ def training_efficiency(device: Device) -> Efficiency:
     """Efficiency for whole training steps: the roofline priors with the end-to-end factor
     and attention ceiling fitted on the train half of shared/data/training_runs.csv
     (benchmarks/fit_training.py) and checked on the other half."""
-    from dataclasses import replace
-
     base = default_efficiency(device)
     return replace(base, end_to_end=TRAINING_END_TO_END,
                    attention_ceiling=TRAINING_ATTENTION_CEILING,
@@ -136,3 +138,36 @@ def ideal_efficiency() -> Efficiency:
                       size_dependent=False, kernel_overhead_s=0.0, vector_ceiling=1.0,
                       attention_ceiling=1.0,
                       source="ideal: 100% of datasheet peaks (a bound, not a prediction)")
+
+
+def _positive(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise InputError(f"profile {key}", value, "a positive number")
+    return float(value)
+
+
+def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
+                            base: Efficiency | None = None) -> Efficiency:
+    """Efficiency whose `measured` rates come from a machine profile (`gpuplan bench`): the
+    sustained matmul FLOP/s per dtype, the memory bandwidth and the launch overhead. Dtypes
+    the profile lacks keep `base`'s datasheet x ceiling model (default: default_efficiency).
+    Pure: the caller reads the file."""
+    flops = profile.get("matmul_flops_per_s")
+    if not isinstance(flops, Mapping) or not flops:
+        raise InputError("profile matmul_flops_per_s", flops, "{dtype: FLOP/s} with >= 1 dtype")
+    measured = {str(dt): _positive(f"matmul_flops_per_s.{dt}", v)
+                for dt, v in flops.items() if dt in DTYPES}
+    bw = _positive("memory_bw_bytes_per_s", profile.get("memory_bw_bytes_per_s"))
+    measured["memory"] = bw
+    launch = profile.get("launch_overhead_s")
+    base = base or default_efficiency(device)
+    rates = ", ".join(f"{dt} {v / 1e12:.3g} TFLOP/s" for dt, v in measured.items()
+                      if dt != "memory")
+    where = profile.get("path") or "profile"
+    src = (f"measured machine profile {where} ({profile.get('device', '?')}, "
+           f"{profile.get('date', '?')}): matmul {rates}, memory {bw / 1e9:.3g} GB/s")
+    if launch:
+        src += f", launch {_positive('launch_overhead_s', launch) * 1e6:.3g} µs"
+    src += f"; applied to {device.name}; other factors: {base.source}"
+    return replace(base, measured=measured, source=src,
+                   kernel_overhead_s=float(launch) if launch else base.kernel_overhead_s)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.estimate.efficiency import Efficiency
 from gpuplan.estimate.memory import TrainConfig
 from gpuplan.estimate.training import StepResult, step_time
 from gpuplan.specs.cluster import Cluster, default_cluster
@@ -55,7 +56,8 @@ def run_totals(m: ModelSpec, step: StepResult, cluster: Cluster, tokens: float |
 
 
 def scaling_curve(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, max_gpus: int,
-                  overlap: bool = True) -> list[dict[str, Any]]:
+                  overlap: bool = True, efficiency: Efficiency | None = None
+                  ) -> list[dict[str, Any]]:
     """Data-parallel scaling of one job: per-GPU micro-batch and gradient accumulation fixed,
     so the global batch grows with the GPUs (weak scaling); the model-parallel part (tp x pp x
     cp) stays. Each point says what grew."""
@@ -71,7 +73,7 @@ def scaling_curve(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, max_gpus: in
                             cluster.scale_out.bw_bytes_per_s)
         c = c.model_copy(update={"scale_up": cluster.scale_up, "scale_out": cluster.scale_out})
         job = replace(cfg, dp=dp, global_batch=cfg.micro_batch * dp * accum)
-        r = step_time(m, c, job, overlap=overlap)
+        r = step_time(m, c, job, efficiency=efficiency, overlap=overlap)
         row: dict[str, Any] = {"gpus": n, "dp": dp, "fits": r.fits,
                                "step_time_s": r.step_time_s, "tokens_per_s": r.tokens_per_s,
                                "mfu": r.mfu}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuplan import units
 from gpuplan.errors import GpuplanError
 from gpuplan.specs.device import Device
 
@@ -23,8 +24,11 @@ def _pyplot() -> Any:
 
 def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, title: str,
                    label_top: int = 10, dtypes: tuple[str, ...] = ("fp8", "bf16", "tf32", "fp32"),
-                   bandwidth: float | None = None) -> Path:
-    """points: dicts with name, intensity (FLOP/B), attained (FLOP/s), share (0..1)."""
+                   bandwidth: float | None = None,
+                   legend: tuple[str, str] = ("compute-bound op (size = time share)",
+                                              "memory-bound op")) -> Path:
+    """points: dicts with name, intensity (FLOP/B), attained (FLOP/s), share (0..1) and
+    optionally label (the annotation; default 'name (share)')."""
     plt = _pyplot()
     bw = bandwidth or device.mem_bw_bytes_per_s
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
@@ -40,8 +44,8 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
             continue
         ridge = peak / bw
         ax.plot([lo, ridge, hi], [bw * lo, peak, peak], color=colours.get(dt, "k"), lw=1.6,
-                label=f"{dt} roof {peak / 1e12:,.0f} TFLOP/s (ridge {ridge:,.0f} FLOP/B)")
-    ax.plot([], [], " ", label=f"memory slope {bw / 1e12:.2f} TB/s")
+                label=f"{dt} roof {units.format_flops_per_s(peak)} (ridge {ridge:,.3g} FLOP/B)")
+    ax.plot([], [], " ", label=f"memory slope {units.format_bandwidth(bw)}")
     sizes = [40 + 1600 * p["share"] for p in points]
     cmap = {"compute": "#ff7f0e", "memory": "#17becf"}
     ax.scatter([p["intensity"] for p in points], [p["attained"] for p in points], s=sizes,
@@ -49,7 +53,7 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
                zorder=3)
     for i, p in enumerate(sorted(points, key=lambda p: -p["share"])[:label_top]):
         name = p["name"].removeprefix("layers.")
-        ax.annotate(f"{name} ({p['share']:.0%})", (p["intensity"], p["attained"]),
+        ax.annotate(p.get("label") or f"{name} ({p['share']:.0%})", (p["intensity"], p["attained"]),
                     fontsize=7, xytext=(-150 if i % 2 else 6, -12 * (i // 2) - 4),
                     textcoords="offset points", arrowprops={"arrowstyle": "-", "lw": 0.4,
                                                             "alpha": 0.6})
@@ -60,8 +64,8 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
     ax.set_ylabel("attained FLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.scatter([], [], c=cmap["compute"], label="compute-bound op (size = time share)")
-    ax.scatter([], [], c=cmap["memory"], label="memory-bound op")
+    ax.scatter([], [], c=cmap["compute"], label=legend[0])
+    ax.scatter([], [], c=cmap["memory"], label=legend[1])
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     try:

@@ -1,0 +1,90 @@
+"""`gpuplan bench`: measure this machine's ceilings, timed right; save them as a profile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.report.output import emit
+
+
+def _progress_run(sections: tuple[str, ...], show: bool, **kw: Any) -> dict[str, Any]:
+    """run_bench with a rich progress bar on stderr (stdout stays one JSON object)."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from gpuplan.measure.bench import run_bench
+
+    if not show:
+        return run_bench(sections=sections, **kw)
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description:<40}"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total} sections"), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("starting", total=len(sections))
+        return run_bench(sections=sections,
+                         progress=lambda msg: bar.update(task, description=msg),
+                         done=lambda: bar.advance(task), **kw)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def bench(
+        quick: Annotated[bool, typer.Option(
+            "--quick", help="fewer sizes and samples (about a minute on a small CPU)")] = False,
+        device: Annotated[str | None, typer.Option(
+            "--device", help="cpu or cuda (default: cuda when a GPU is visible)")] = None,
+        only: Annotated[str | None, typer.Option(
+            "--only", help="comma-separated: matmul,memory,launch,fusion,attention,collectives")]
+        = None,
+        nproc: Annotated[int | None, typer.Option(
+            "--nproc", min=1, help="local processes for collectives (default: 2 on CPU, all "
+                                   "GPUs); under torchrun its world size is used")] = None,
+        no_compile: Annotated[bool, typer.Option(
+            "--no-compile", help="fusion: skip torch.compile (eager only)")] = False,
+        plot: Annotated[Path | None, typer.Option(
+            "--plot", help="write the measured roofline chart")] = None,
+        compare: Annotated[bool, typer.Option(
+            "--compare", help="measured vs the matching catalog device")] = False,
+        save: Annotated[bool, typer.Option(
+            "--save/--no-save", help="save the profile under ~/.cache/gpuplan/profiles")] = True,
+        progress: Annotated[bool, typer.Option(
+            "--progress/--no-progress", help="progress bar on stderr")] = True,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Measured matmul FLOP/s per dtype, memory bandwidth, launch overhead, fusion, attention
+        and collectives of this machine, next to gpuplan's predictions."""
+        from gpuplan.cli.bench_render import measured_chart, render
+        from gpuplan.measure.bench import parse_only
+        from gpuplan.measure.collectives import under_torchrun
+        from gpuplan.measure.machine import resolve_device
+        from gpuplan.measure.profile import compare as compare_catalog
+        from gpuplan.measure.profile import save_profile
+
+        sections = parse_only(only, nproc)
+        dev = resolve_device(device)
+        rank = int(os.environ.get("RANK", "0"))
+        if under_torchrun():
+            sections = ("collectives",)  # every rank joins; only rank 0 reports
+        r = _progress_run(sections, progress and rank == 0, device=dev, quick=quick,
+                          nproc=nproc, compile_=not no_compile)
+        if rank != 0:
+            return
+        if compare:
+            r["compare"] = compare_catalog(r)
+        if plot is not None:
+            if not r["matmul_flops_per_s"] or not r["memory_bw_bytes_per_s"]:
+                from gpuplan.errors import GpuplanError
+
+                raise GpuplanError("--plot: the measured roofline needs matmul and memory in "
+                                   "--only")
+            r["plot"] = str(measured_chart(r, plot))
+        if save and r["matmul_flops_per_s"] and r["memory_bw_bytes_per_s"]:
+            r["profile_path"] = str(save_profile({**r, "compare": None}))
+        emit(r, as_json, lambda con: render(con, r))
+        if plot is not None and not as_json:
+            Console(stderr=True).print(f"measured roofline chart written to {plot}")

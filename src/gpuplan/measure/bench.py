@@ -1,0 +1,141 @@
+"""`gpuplan bench` without the command line: run the chosen sections, return one dict that is
+both the command's JSON and the machine profile (measure/profile.py)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+
+SECTIONS = ("matmul", "memory", "launch", "fusion", "attention", "collectives")
+DEFAULT_SECTIONS = ("matmul", "memory", "launch", "fusion", "attention")
+
+Progress = Callable[[str], None]
+
+
+def parse_only(text: str | None, nproc: int | None) -> tuple[str, ...]:
+    """--only a,b,c; without it the default sections, plus collectives when --nproc > 1."""
+    if not text:
+        return DEFAULT_SECTIONS + (("collectives",) if nproc and nproc > 1 else ())
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in parts if p not in SECTIONS]
+    if bad or not parts:
+        raise GpuplanError(f"--only: {text!r} is not valid; expected a comma-separated list of "
+                           f"{', '.join(SECTIONS)}")
+    return tuple(s for s in SECTIONS if s in parts)
+
+
+def _load() -> tuple[float, ...] | None:
+    try:
+        return tuple(round(x, 2) for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return None
+
+
+def _prediction_target(r: dict[str, Any]) -> tuple[Any, Any]:
+    from gpuplan.estimate.efficiency import default_efficiency
+    from gpuplan.measure.profile import match_catalog, prediction_target
+
+    if r["matmul_flops_per_s"] and r["memory_bw_bytes_per_s"]:
+        return prediction_target(r)
+    dev = match_catalog(r["identity"])
+    if dev is None:
+        raise GpuplanError("fusion/attention predictions need a catalog match for this device "
+                           "or matmul and memory measured in the same run (add them to --only)")
+    return dev, default_efficiency(dev)
+
+
+def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | None = None,
+              progress: Progress | None = None, done: Callable[[], None] | None = None,
+              compile_: bool = True) -> dict[str, Any]:
+    from gpuplan.measure import compute, memory
+    from gpuplan.measure.machine import identity, last_level_cache_bytes, torch_module
+    from gpuplan.measure.timing import clock_for, random_tensor, sync_vs_unsync
+
+    torch = torch_module()
+    t0 = time.perf_counter()
+    ident = identity(device)
+    ident["load_average_start"] = _load()
+    clock = clock_for(device)
+    llc = last_level_cache_bytes(device)
+    r: dict[str, Any] = {
+        "schema": "gpuplan-profile/1", "device": ident["name"], "identity": ident,
+        "date": _dt.date.today().isoformat(),
+        "time": _dt.datetime.now().isoformat(timespec="seconds"), "quick": quick,
+        "sections": list(sections), "last_level_cache_bytes": llc,
+        "matmul_flops_per_s": {}, "memory_bw_bytes_per_s": None,
+    }
+
+    def step() -> None:
+        if done:
+            done()
+
+    if "matmul" in sections:
+        res = compute.measure_matmul(device, clock, llc, quick, progress=progress)
+        r["matmul"] = {dt: x.to_json() for dt, x in res.items()}
+        r["matmul_flops_per_s"] = compute.flops_by_dtype(res)
+        step()
+    if "memory" in sections:
+        if progress:
+            progress("memory: copy and triad")
+        buf = memory.stream_buffer_bytes(llc, device, quick)
+        mem = memory.stream(device, clock, buf, 0.4 if quick else 1.5)
+        mem["sweep"] = memory.working_set_sweep(device, clock, memory.sweep_sizes(quick, device),
+                                                0.08 if quick else 0.3, progress)
+        if device == "cuda":
+            if progress:
+                progress("memory: host <-> device")
+            mem["host_device"] = memory.host_device(clock, 256 * 2**20, 0.3 if quick else 1.0)
+        r["memory"] = mem
+        r["memory_bw_bytes_per_s"] = mem["bw_bytes_per_s"]
+        step()
+    if "launch" in sections:
+        if progress:
+            progress("launch overhead")
+        r["launch"] = memory.launch_overhead(device, clock, 0.3 if quick else 1.0)
+        r["launch_overhead_s"] = r["launch"]["time_s"]
+        n = 1024 if device == "cpu" else 4096
+        a, b = (random_tensor((n, n), torch.float32, device) for _ in range(2))
+        r["sync_demo"] = {"work": f"fp32 matmul {n}x{n}x{n}",
+                          **sync_vs_unsync(lambda: torch.mm(a, b), clock, inner=3 if
+                                           device == "cpu" else 20)}
+        step()
+    if "memory" in r and "launch_overhead_s" in r:  # small sizes measure dispatch, not caches
+        for row in r["memory"]["sweep"]:
+            row["overhead_bound"] = row["time_s"] < 3 * r["launch_overhead_s"]
+    if "fusion" in sections or "attention" in sections:
+        from gpuplan.measure import fusion
+
+        spec, eff = _prediction_target(r)
+        r["prediction_device"] = spec.name
+        if "fusion" in sections:
+            r["fusion"] = fusion.measure_fusion(device, clock, spec, eff, quick, compile_,
+                                                progress)
+            step()
+        if "attention" in sections:
+            r["attention"] = fusion.measure_attention(device, clock, spec, eff, quick, progress)
+            step()
+    if "collectives" in sections:
+        from gpuplan.measure import collectives as coll
+
+        if progress:
+            progress("collectives")
+        if coll.under_torchrun():
+            r["collectives"] = coll.run_torchrun(device, quick=quick)
+            r["collectives_launch"] = f"torchrun, world size {os.environ['WORLD_SIZE']}"
+        else:
+            n = nproc or (torch.cuda.device_count() if device == "cuda" else 2)
+            if device == "cuda" and n > torch.cuda.device_count():
+                raise GpuplanError(f"--nproc: {n} processes need {n} GPUs; "
+                                   f"{torch.cuda.device_count()} visible")
+            r["collectives"] = coll.run_local(n, device, quick=quick,
+                                              timeout_s=180.0 if quick else 900.0)
+            r["collectives_launch"] = f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"
+        step()
+    ident["load_average_end"] = _load()
+    r["runtime_s"] = time.perf_counter() - t0
+    return r
