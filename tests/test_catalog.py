@@ -493,7 +493,7 @@ def test_usable_memory_without_provenance_is_rejected() -> None:
 
 
 def test_planner_uses_the_usable_capacity() -> None:
-    from gpuplan.estimate.memory import InferConfig, infer_memory
+    from gpuplan.estimate.inference import InferConfig, infer_memory
     from gpuplan.specs.catalog import get_model
 
     d = get_device("h100")

@@ -12,11 +12,9 @@ import warnings
 
 import pytest
 
+from gpuplan.estimate.inference import InferConfig, infer_memory, kv_cache_bytes
 from gpuplan.estimate.memory import (
-    InferConfig,
     TrainConfig,
-    infer_memory,
-    kv_cache_bytes,
     model_state_bytes,
     train_memory,
 )

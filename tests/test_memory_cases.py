@@ -17,7 +17,8 @@ from dataclasses import replace
 import pytest
 
 from gpuplan.estimate.fixes import infer_fix_chain, train_fix_chain
-from gpuplan.estimate.memory import InferConfig, TrainConfig, infer_memory, train_memory
+from gpuplan.estimate.inference import InferConfig, infer_memory
+from gpuplan.estimate.memory import TrainConfig, train_memory
 from gpuplan.specs.catalog import device_catalog, get_device, get_model
 from gpuplan.specs.model import ModelSpec
 

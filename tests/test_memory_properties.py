@@ -19,11 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
+from gpuplan.estimate.inference import InferConfig, infer_memory
 from gpuplan.estimate.memory import (
     STEP_COUNTER_BYTES,
-    InferConfig,
     TrainConfig,
-    infer_memory,
     train_memory,
 )
 from gpuplan.specs.catalog import device_catalog

@@ -194,7 +194,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
         from gpuplan.estimate import fixes
-        from gpuplan.estimate.memory import InferConfig, TrainConfig, infer_memory, train_memory
+        from gpuplan.estimate.inference import InferConfig, infer_memory
+        from gpuplan.estimate.memory import TrainConfig, train_memory
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
 
         if attention not in ("flash", "naive"):

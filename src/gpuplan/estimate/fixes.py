@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from gpuplan.estimate.inference import InferConfig, infer_memory
 from gpuplan.estimate.memory import (
-    InferConfig,
     TrainConfig,
-    infer_memory,
     train_memory,
 )
 from gpuplan.specs.device import Device
