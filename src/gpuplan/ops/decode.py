@@ -16,6 +16,8 @@ from gpuplan.ops.transformer import (
     _head,
     _mlp,
     _moe,
+    attention_kinds,
+    mlp_kinds,
     replace_ctx,
 )
 from gpuplan.specs.model import ModelSpec
@@ -31,10 +33,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     kv_e = DTYPE_BYTES[impl.kv_dtype or impl.dtype]
     c.component = "embedding"
     blocks.embedding(c, "embed.tokens", t, m.vocab_size, d, t)
-    n_sliding = m.num_sliding_layers
-    for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
-        if count == 0:
-            continue
+    for window, count in attention_kinds(m):
         lc = replace_ctx(c, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         lc.component = "norm"
         blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
@@ -43,9 +42,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
         _decode_attention(lc, m, batch, keys, kv_e)
         blocks.elementwise(lc, "residual1", t * d, 2 * t * d)
         _flush(c, lc)
-    for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
-        if count == 0:
-            continue
+    for moe, count in mlp_kinds(m):
         lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
         lc.component = "norm"
         blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")

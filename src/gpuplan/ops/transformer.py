@@ -180,6 +180,17 @@ def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
 
 # ---- whole model ---------------------------------------------------------------------------
 
+def attention_kinds(m: ModelSpec) -> list[tuple[int | None, int]]:
+    """(sliding window or None, number of layers) for the model's attention layer kinds."""
+    n = m.num_sliding_layers
+    return [(w, c) for w, c in ((m.sliding_window, n), (None, m.num_layers - n)) if c]
+
+
+def mlp_kinds(m: ModelSpec) -> list[tuple[bool, int]]:
+    """(is MoE, number of layers) for the model's MLP layer kinds."""
+    return [(moe, c) for moe, c in ((False, m.num_dense_layers), (True, m.num_moe_layers)) if c]
+
+
 def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             p_attn: float) -> None:
     """All transformer layers: attention part per window class, MLP part per dense/MoE."""
@@ -189,10 +200,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     d = m.hidden_size
     pre = m.arch == "decoder"
     gemma = m.family in ("gemma", "gemma2")
-    n_sliding = m.num_sliding_layers
-    for window, count in ((m.sliding_window, n_sliding), (None, m.num_layers - n_sliding)):
-        if count == 0:
-            continue
+    for window, count in attention_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
         if pre:
@@ -210,9 +218,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             blocks.layernorm(c, "norm1", tr, d)
         _recompute(c, impl, checkpoint=tr * d * c.e)
         _flush(ctx, c)
-    for moe, count in ((False, m.num_dense_layers), (True, m.num_moe_layers)):
-        if count == 0:
-            continue
+    for moe, count in mlp_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
         if pre:
