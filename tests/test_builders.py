@@ -366,7 +366,11 @@ def test_scaling_properties(spec: ModelSpec, batch: int, seq: int, impl: Impl) -
     assert forward_flops(double) == pytest.approx(2 * forward_flops(ops), rel=1e-12)
     assert forward_flops(ops) > 0
     build_forward(spec, batch, seq, impl, phase="prefill")
-    build_decode(spec, batch, seq, impl)
+    if spec.arch == "decoder":
+        build_decode(spec, batch, seq, impl)
+    else:  # an encoder has no decode step: a clear error, not a made-up op list
+        with pytest.raises(InputError, match="encoder"):
+            build_decode(spec, batch, seq, impl)
 
 
 @pytest.mark.parametrize("field", ["batch", "seq_len"])

@@ -175,3 +175,11 @@ def test_cli_needs_no_package_outside_the_core_dependencies():
             "if m in sys.modules]; assert not bad, bad")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_encoder_has_no_decode_and_no_kv_cache(capsys):
+    p = run_cli("roofline", "bert-base", "--phase", "decode")
+    assert p.returncode == 2 and "encoder" in p.stderr and "Traceback" not in p.stderr
+    r = run_json(capsys, "memory", "bert-base", "--mode", "infer", "--batch", "8",
+                 "--context", "512")
+    assert r["per_gpu"]["kv_cache"] == 0

@@ -37,7 +37,10 @@ class InferConfig:
 
 
 def kv_cache_bytes(m: ModelSpec, cfg: InferConfig, batch: int, context: int) -> float:
-    """Per GPU: TP gives each GPU ceil(kv_heads / tp) heads; MLA's latent is replicated."""
+    """Per GPU: TP gives each GPU ceil(kv_heads / tp) heads; MLA's latent is replicated.
+    Encoder-only models run one forward over the whole sequence and keep no cache."""
+    if m.arch == "encoder":
+        return 0.0
     tokens = context
     if cfg.block_size:
         tokens = math.ceil(context / cfg.block_size) * cfg.block_size

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuplan.errors import InputError
 from gpuplan.ops import blocks
 from gpuplan.ops.blocks import DTYPE_BYTES, Ctx
 from gpuplan.ops.impl import Impl, check_positive
@@ -27,6 +28,9 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     """One decode step: `batch` sequences each add one token after `context` cached tokens."""
     check_positive("batch", batch)
     check_positive("context", context)
+    if m.arch == "encoder":
+        raise InputError("phase", "decode", "train or prefill: an encoder-only model "
+                         f"({m.name}) has no decode step and no KV cache")
     impl = impl or Impl()
     c = _ctx(impl, "decode", train=False)
     t, d = batch, m.hidden_size

@@ -350,7 +350,7 @@ def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = No
     _embeddings(c, m, batch, seq_len, 0.0, loc)
     _layers(c, m, impl, batch, seq_len, 0.0, 0.0)
     t = batch * loc.seq
-    if phase == "prefill":
+    if phase == "prefill" and m.arch == "decoder":
         _kv_write(c, m, impl, t)
     _head(c, m, t, t if all_logits else batch, loss=False, loc=loc)
     return OpList(tuple(c.fwd))
