@@ -183,3 +183,15 @@ def test_encoder_has_no_decode_and_no_kv_cache(capsys):
     r = run_json(capsys, "memory", "bert-base", "--mode", "infer", "--batch", "8",
                  "--context", "512")
     assert r["per_gpu"]["kv_cache"] == 0
+
+
+def test_model_folder_and_missing_device_file(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "llama", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 128}))
+    r = run_json(capsys, "models", str(tmp_path))  # an HF model folder works like its config
+    assert r["params"] == 1000 * 64 * 2 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
+    p = run_cli("hardware", str(tmp_path / "mine.toml"))
+    assert p.returncode == 2 and "does not exist" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("flops", str(tmp_path / "empty_dir_missing"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,51 +10,18 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.options import (
+    AttentionChoice,
+    FsdpChoice,
+    Mode,
+    OptimizerChoice,
+    PrecisionChoice,
+    RecomputeChoice,
+    StoreDtype,
+)
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
-
-
-class Mode(str, Enum):
-    train = "train"
-    infer = "infer"
-
-
-class PrecisionChoice(str, Enum):
-    fp32 = "fp32"
-    fp16_mixed = "fp16-mixed"
-    bf16_mixed = "bf16-mixed"
-    fp8_mixed = "fp8-mixed"
-
-
-class OptimizerChoice(str, Enum):
-    adamw = "adamw"
-    adam = "adam"
-    sgd = "sgd"
-    adam8bit = "adam8bit"
-    adafactor = "adafactor"
-
-
-class RecomputeChoice(str, Enum):
-    none = "none"
-    selective = "selective"
-    full = "full"
-
-
-class FsdpChoice(str, Enum):
-    none = "none"
-    full = "full"
-    hybrid = "hybrid"
-
-
-class StoreDtype(str, Enum):
-    fp32 = "fp32"
-    bf16 = "bf16"
-    fp16 = "fp16"
-    fp8 = "fp8"
-    int8 = "int8"
-    int4 = "int4"
-    fp4 = "fp4"
 
 
 def _gb(n: float) -> str:
@@ -162,7 +128,8 @@ def register(app: typer.Typer) -> None:
         virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
         recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
         RecomputeChoice.none,
-        attention: Annotated[str, typer.Option("--attention", help="flash or naive")] = "flash",
+        attention: Annotated[AttentionChoice, typer.Option("--attention")] =
+        AttentionChoice.flash,
         fused: Annotated[bool, typer.Option(
             "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
         grad_fp32: Annotated[bool, typer.Option(
@@ -198,8 +165,6 @@ def register(app: typer.Typer) -> None:
         from gpuplan.estimate.memory import TrainConfig, train_memory
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
 
-        if attention not in ("flash", "naive"):
-            raise InputError("--attention", attention, "flash or naive")
         if target not in ("auto", "cpu", "cuda"):
             raise InputError("--target", target, "auto, cpu or cuda")
         m, d = get_model(model), get_device(gpu)
@@ -209,7 +174,7 @@ def register(app: typer.Typer) -> None:
                 micro_batch=micro_batch, seq_len=seq_len, precision=precision.value,
                 optimizer=optimizer.value, zero=zero, fsdp=fsdp.value, dp=dp, tp=tp, pp=pp,
                 cp=cp, ep=ep, sp=sequence_parallel, virtual_stages=virtual_stages,
-                recompute=recompute.value, attention=attention,  # type: ignore[arg-type]
+                recompute=recompute.value, attention=attention.value,  # type: ignore[arg-type]
                 grad_dtype="fp32" if grad_fp32 else "auto", offload_optimizer=offload_optimizer,
                 global_batch=global_batch, dropout=not no_dropout, cuda_context_bytes=ctx_bytes,
                 target=target, fused=fused,  # type: ignore[arg-type]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,26 +10,9 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.report.output import emit, table
-
-
-class PhaseChoice(str, Enum):
-    train = "train"
-    prefill = "prefill"
-    decode = "decode"
-
-
-class AttentionChoice(str, Enum):
-    flash = "flash"
-    naive = "naive"
-
-
-class DtypeChoice(str, Enum):
-    bf16 = "bf16"
-    fp16 = "fp16"
-    fp32 = "fp32"
-    fp8 = "fp8"
 
 
 def _ridge(x: float) -> str:

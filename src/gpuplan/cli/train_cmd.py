@@ -9,7 +9,13 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
-from gpuplan.cli.memory_cmd import FsdpChoice, OptimizerChoice, PrecisionChoice, RecomputeChoice
+from gpuplan.cli.options import (
+    AttentionChoice,
+    FsdpChoice,
+    OptimizerChoice,
+    PrecisionChoice,
+    RecomputeChoice,
+)
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
@@ -92,7 +98,8 @@ def register(app: typer.Typer) -> None:
         RecomputeChoice.none,
         sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel")] = False,
         virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
-        attention: Annotated[str, typer.Option("--attention")] = "flash",
+        attention: Annotated[AttentionChoice, typer.Option("--attention")] =
+        AttentionChoice.flash,
         fused: Annotated[bool, typer.Option(
             "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
         precision: Annotated[PrecisionChoice, typer.Option("--precision")] =
@@ -122,8 +129,6 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
 
-        if attention not in ("flash", "naive"):
-            raise InputError("--attention", attention, "flash or naive")
         m, d = get_model(model), get_device(gpu)
         cluster = default_cluster(d, gpus, gpus_per_node,
                                   scale_up_gbps * 1e9 if scale_up_gbps else None,
@@ -137,7 +142,7 @@ def register(app: typer.Typer) -> None:
                           optimizer=optimizer.value, zero=zero, fsdp=fsdp.value, dp=dp, tp=tp,
                           pp=pp, cp=cp, ep=ep, sp=sequence_parallel,
                           virtual_stages=virtual_stages, recompute=recompute.value,
-                          attention=attention, global_batch=global_batch,  # type: ignore[arg-type]
+                          attention=attention.value, global_batch=global_batch,  # type: ignore[arg-type]
                           dropout=False, fused=fused)
         eff, prof = None, None
         if profile is not None:

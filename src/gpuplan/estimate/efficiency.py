@@ -73,7 +73,8 @@ class Efficiency:
     """share of the kernel ceilings a whole training step realises (real shapes, clocks under
     sustained load, kernel gaps, framework work between kernels); 1.0 for single-op roofline"""
     vector_ceiling: float = 0.7
-    """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound"""
+    """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound
+    (an assumption; element-wise ops are almost always memory-bound, so it rarely matters)"""
     source: str = ""
     measured: dict[str, float] = field(default_factory=dict)
     """measured absolute rates from a machine profile (FLOP/s per dtype, 'memory' bytes/s)"""

@@ -71,8 +71,12 @@ class DeviceCatalog:
             self._index[key] = device.name
 
     def get(self, name: str) -> Device:
-        if name.endswith(".toml") and Path(name).expanduser().is_file():
-            return load_device_file(Path(name).expanduser())
+        if name.endswith(".toml"):
+            path = Path(name).expanduser()
+            if not path.is_file():
+                raise GpuplanError(f"device: file {name!r} does not exist (a device is a catalog "
+                                   "name, an alias, or a device .toml file)")
+            return load_device_file(path)
         canonical = self._index.get(normalize(name))
         if canonical is None:
             raise UnknownNameError("device", name, sorted(self.devices))
@@ -129,6 +133,10 @@ def model_presets() -> list[ModelSpec]:
 def get_model(name: str) -> ModelSpec:
     """A model by preset name (case-insensitive), or a path to a Hugging Face config.json."""
     path = Path(name).expanduser()
+    if path.is_dir():  # a Hugging Face model folder
+        if not (path / "config.json").is_file():
+            raise GpuplanError(f"model: folder {name!r} has no config.json")
+        return load_hf_config(path / "config.json")
     if name.endswith(".json") or path.is_file():
         if not path.is_file():
             raise GpuplanError(f"model: config file {name!r} does not exist")
