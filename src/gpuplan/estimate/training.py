@@ -207,7 +207,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     act_bytes = t_tok * m.hidden_size * e
     tp_local = min(cfg.tp, cluster.gpus_per_node)
     tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp, tp_local)
-             if cfg.tp > 1 else 0.0)
+             * (1 - eff.tp_comm_overlap) if cfg.tp > 1 else 0.0)
     # attention and MLP blocks: one all-reduce each forward, backward (and recomputed forward)
     ar_per_layer = 2 * (3 if cfg.recompute == "full" else 2)
     ep_local = max(1, min(cfg.ep, cluster.gpus_per_node // max(1, cfg.tp)))
@@ -283,7 +283,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
             rs = coll("data parallel gradients", "reduce_scatter", grad_bytes, dp_group, dp_local)
             ag = coll("updated parameters", "all_gather", w_bytes, dp_group, dp_local)
             dp_total = rs + ag
-            dp_exposed = (max(0.0, rs - bwd_mb) + ag) if overlap else dp_total
+            ag_exposed = max(0.0, ag - fwd_mb) if eff.param_gather_overlap else ag
+            dp_exposed = (max(0.0, rs - bwd_mb) + ag_exposed) if overlap else dp_total
         else:
             ag = coll("ZeRO-3 parameters, per micro-batch and pass", "all_gather", w_bytes,
                       cfg.shard_group, min(dp_local, cfg.shard_group))
@@ -324,8 +325,10 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.assumptions = {
         "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
-                    "gathers overlap each micro-batch; CP overlaps attention; TP and EP "
-                    "collectives are exposed") if overlap else "none: every collective exposed",
+                    "gathers overlap each micro-batch; CP overlaps attention; ZeRO-1/2 "
+                    f"parameter gather {'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
+                    f"TP collectives {eff.tp_comm_overlap:.0%} hidden; EP exposed")
+                   if overlap else "none: every collective exposed",
         "links": {"scale_up": cluster.scale_up.model_dump(),
                   "scale_out": cluster.scale_out.model_dump()},
         "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
