@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from training_runs import CALIBRATION_FAMILIES, RUNS  # noqa: E402
-from validate_training import Row, _percentile, run_all, split_of  # noqa: E402
+from training_runs import CALIBRATION_FAMILIES, RUNS
+from validate_training import Row, _percentile, run_all, split_of
 
 GRID: tuple[float, ...] = tuple(round(0.50 + 0.02 * i, 2) for i in range(26))  # 0.50 .. 1.00
 """Candidate end-to-end factors."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -35,7 +34,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,6 @@ if (HERE.parent / "src").is_dir():
     sys.path.insert(0, str(HERE.parent / "src"))
 
 from training_runs import (  # noqa: E402
-    CALIBRATION_FAMILIES,
     CONVENTIONS,
     FAMILIES,
     OWN_CSV_RUN_IDS,
@@ -55,7 +53,7 @@ from training_runs import (  # noqa: E402
     TrainingRun,
 )
 
-from gpuplan.estimate.efficiency import Efficiency, training_efficiency  # noqa: E402
+from gpuplan.estimate.efficiency import Efficiency, framework_efficiency  # noqa: E402
 from gpuplan.estimate.memory import TrainConfig  # noqa: E402
 from gpuplan.estimate.training import StepResult, step_time  # noqa: E402
 from gpuplan.specs.catalog import get_device  # noqa: E402
@@ -154,10 +152,7 @@ def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = 
     """The efficiency gpuplan uses for `run`: its framework profile's attention kernel and
     overlaps on the device's measured ceilings, with the end-to-end factor given (default:
     the fitted TRAINING_END_TO_END)."""
-    fw = get_framework(run.framework)
-    eff = training_efficiency(device, fw.attention_kernel, end_to_end)
-    return replace(eff, tp_comm_overlap=fw.tp_comm_overlap,
-                   param_gather_overlap=fw.param_gather_overlap)
+    return framework_efficiency(device, get_framework(run.framework), end_to_end)
 
 
 def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None,

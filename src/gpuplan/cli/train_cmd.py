@@ -102,6 +102,9 @@ def register(app: typer.Typer) -> None:
         AttentionChoice.flash,
         fused: Annotated[bool, typer.Option(
             "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
+            "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
         precision: Annotated[PrecisionChoice, typer.Option("--precision")] =
         PrecisionChoice.bf16_mixed,
         optimizer: Annotated[OptimizerChoice, typer.Option("--optimizer")] =
@@ -128,7 +131,9 @@ def register(app: typer.Typer) -> None:
         from gpuplan.estimate.training import step_time
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
+        from gpuplan.specs.framework import get_framework
 
+        fw = get_framework(framework)
         m, d = get_model(model), get_device(gpu)
         cluster = default_cluster(d, gpus, gpus_per_node,
                                   scale_up_gbps * 1e9 if scale_up_gbps else None,
@@ -143,13 +148,14 @@ def register(app: typer.Typer) -> None:
                           pp=pp, cp=cp, ep=ep, sp=sequence_parallel,
                           virtual_stages=virtual_stages, recompute=recompute.value,
                           attention=attention.value, global_batch=global_batch,  # type: ignore[arg-type]
-                          dropout=False, fused=fused)
-        eff, prof = None, None
+                          dropout=False, fused=fused or fw.fused, grad_dtype=fw.grad_dtype)
+        from gpuplan.estimate.efficiency import framework_efficiency
+
+        eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
-            from gpuplan.estimate.efficiency import training_efficiency
 
-            eff, prof = apply(profile, d, training_efficiency(d))
+            eff, prof = apply(profile, d, eff)
         if search:
             from gpuplan.cli.search_cmd import run_search
 
@@ -164,6 +170,7 @@ def register(app: typer.Typer) -> None:
         r["run"] = totals.to_json() if totals else None
         r["gpu_hours"] = totals.gpu_hours if totals else None
         r["cost_usd"] = totals.cost_usd if totals else None
+        r["assumptions"]["framework"] = fw.describe()
         if prof is not None:
             r["assumptions"]["profile"] = prof
         if scaling:

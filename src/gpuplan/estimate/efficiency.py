@@ -32,6 +32,7 @@ from gpuplan.estimate.efficiency_attention import attention_ceiling
 from gpuplan.estimate.efficiency_gemm import shape_efficiency
 from gpuplan.ops.op import Op
 from gpuplan.specs.device import DTYPES, Device
+from gpuplan.specs.framework import Framework
 
 DEFAULT_CEILING = 0.78
 """Median of the measured bf16 ceilings in the device files (mamf-finder); used for devices
@@ -130,7 +131,8 @@ def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficie
     bf16 = device.ceilings.get("matmul_bf16")
     fp8 = device.ceilings.get("matmul_fp8")
     prov = device.provenance.get("ceiling.matmul_bf16")
-    src = (f"matmul ceiling {bf16:.0%} measured ({prov.source if prov else 'device file'})"
+    where = prov.source.split(" (")[0] if prov else "device file"
+    src = (f"matmul ceiling {bf16:.0%} measured ({where})"
            if bf16 is not None else
            f"matmul ceiling {DEFAULT_CEILING:.0%} = median of measured devices (no measurement "
            f"for {device.name})")
@@ -158,6 +160,16 @@ def training_efficiency(device: Device, attention_kernel: str = "fa2",
                    source=base.source + f"; GEMM tile/wave quantization on "
                    f"{device.compute_units or '?'} SMs; end-to-end {e2e:.0%} fitted on the "
                    "calibration families (benchmarks/fit_training.py)")
+
+
+def framework_efficiency(device: Device, framework: Framework,
+                         end_to_end: float | None = None) -> Efficiency:
+    """Training efficiency as `framework` runs: its attention kernel's measured ceiling on
+    `device` and its communication overlaps."""
+    eff = training_efficiency(device, framework.attention_kernel, end_to_end)
+    return replace(eff, tp_comm_overlap=framework.tp_comm_overlap,
+                   param_gather_overlap=framework.param_gather_overlap,
+                   source=eff.source + f"; framework profile {framework.name}")
 
 
 def ideal_efficiency() -> Efficiency:

@@ -32,6 +32,7 @@ def attention_ceiling(device: Device, kernel: str) -> tuple[float, str]:
         share = device.ceilings.get(f"attention_{k}")
         if share is not None:
             prov = device.provenance.get(f"ceiling.attention_{k}")
-            return share, f"attention {k} {share:.0%} ({prov.source if prov else 'device file'})"
+            where = prov.source.split(" (")[0] if prov else "device file"
+            return share, f"attention {k} {share:.0%} of peak ({where})"
     return ATTENTION_PRIOR, f"attention {ATTENTION_PRIOR:.0%} prior (no {kernel} measurement " \
                             f"for {device.name})"

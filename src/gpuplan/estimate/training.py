@@ -326,7 +326,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
                     "gathers overlap each micro-batch; CP overlaps attention; ZeRO-1/2 "
-                    f"parameter gather {'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
+                    "parameter gather "
+                    f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
                     f"TP collectives {eff.tp_comm_overlap:.0%} hidden; EP exposed")
                    if overlap else "none: every collective exposed",
         "links": {"scale_up": cluster.scale_up.model_dump(),

@@ -17,8 +17,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_FRAMEWORK = "megatron"
-"""The profile used when none is named: the stack most published large runs use."""
+DEFAULT_FRAMEWORK = "hf"
+"""The profile used when none is named: plain eager PyTorch (Hugging Face Trainer), the most
+conservative guess for an unknown job; name megatron, fsdp, deepspeed or llm-foundry for the
+optimised stacks."""
 
 
 @dataclass(frozen=True)
