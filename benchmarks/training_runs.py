@@ -320,6 +320,7 @@ def _megatron_t2() -> list[TrainingRun]:
             inferred=("recompute: full (eq. 3 counts it; the paper does not say for ZeRO-3)",),
             notes="ZeRO-3 (DeepSpeed) without model parallelism, microbatch 4/2/1 at "
                   "384/768/1536 GPUs, batch 1536 fixed. TFLOP/s by the same eq. 3.",
+            framework="deepspeed",
         ))
     return out
 

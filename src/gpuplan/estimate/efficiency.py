@@ -83,6 +83,10 @@ class Efficiency:
     param_gather_overlap: bool = False
     """ZeRO-1/2 parameter all-gather overlapped with the next step's forward (Megatron-Core
     --overlap-param-gather); False = exposed after the optimizer step"""
+    zero3_prefetch_params: float | None = None
+    """ZeRO-3 parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); the
+    share of each layer's gather that can overlap compute is min(1, this / layer params);
+    None = the whole next block (FSDP prefetch)"""
     vector_ceiling: float = 0.7
     """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound
     (an assumption; element-wise ops are almost always memory-bound, so it rarely matters)"""
@@ -119,6 +123,7 @@ class Efficiency:
             "gemm_quantization": self.gemm_quantization,
             "tp_comm_overlap": self.tp_comm_overlap,
             "param_gather_overlap": self.param_gather_overlap,
+            "zero3_prefetch_params": self.zero3_prefetch_params,
             "size_dependent": self.size_dependent,
             "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
             "measured": dict(self.measured),
@@ -144,7 +149,7 @@ def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficie
                       compute_units=device.compute_units, source=src)
 
 
-TRAINING_END_TO_END = 0.64
+TRAINING_END_TO_END = 0.66
 """End-to-end factor for training steps (see Efficiency.end_to_end): the one constant fitted
 on all calibration families at once by benchmarks/fit_training.py (value and date there);
 leave-one-family-out errors in the README."""
@@ -169,6 +174,7 @@ def framework_efficiency(device: Device, framework: Framework,
     eff = training_efficiency(device, framework.attention_kernel, end_to_end)
     return replace(eff, tp_comm_overlap=framework.tp_comm_overlap,
                    param_gather_overlap=framework.param_gather_overlap,
+                   zero3_prefetch_params=framework.zero3_prefetch_params,
                    source=eff.source + f"; framework profile {framework.name}")
 
 

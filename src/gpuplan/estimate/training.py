@@ -292,7 +292,11 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                       cfg.shard_group, min(dp_local, cfg.shard_group))
             per_mb = 2 * ag + rs
             dp_total = per_mb * n_micro
-            exposed_mb = max(0.0, ag - fwd_mb) + max(0.0, ag + rs - bwd_mb)
+            # a gather overlaps compute only as far as the prefetch reaches (share h)
+            h = (min(1.0, eff.zero3_prefetch_params * st0.layers / st0.params)
+                 if eff.zero3_prefetch_params and st0.params else 1.0)
+            exposed_mb = ((1 - h) * 2 * ag + max(0.0, h * ag - fwd_mb)
+                          + max(0.0, h * ag + rs - bwd_mb))
             dp_exposed = exposed_mb * n_micro if overlap else dp_total
             if cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
                 ar = coll("hybrid-shard replica gradients", "all_reduce",

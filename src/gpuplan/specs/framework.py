@@ -43,6 +43,9 @@ class Framework:
     zero: int | None = None
     """data-parallel sharding it uses by default (None: as configured)"""
     fsdp: Literal["none", "full", "hybrid"] | None = None
+    zero3_prefetch_params: float | None = None
+    """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
+    a whole block ahead (FSDP prefetch)"""
 
     def apply(self, cfg: Any) -> Any:
         """A TrainConfig with this profile's kernel and gradient settings (layout untouched)."""
@@ -53,6 +56,7 @@ class Framework:
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
                 "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
                 "param_gather_overlap": self.param_gather_overlap,
+                "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
                 "source": f"{self.source} ({self.date})"}
 
