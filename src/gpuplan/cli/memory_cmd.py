@@ -135,6 +135,9 @@ def register(app: typer.Typer) -> None:
         grad_fp32: Annotated[bool, typer.Option(
             "--grad-fp32", help="keep/accumulate gradients in fp32 (Megatron main_grad)")] =
         False,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="train: stack profile (megatron, fsdp, deepspeed, llm-foundry, "
+            "hf) setting fused kernels and the gradient dtype")] = None,
         offload_optimizer: Annotated[bool, typer.Option("--offload-optimizer")] = False,
         no_dropout: Annotated[bool, typer.Option("--no-dropout")] = False,
         target: Annotated[str, typer.Option(
@@ -169,6 +172,12 @@ def register(app: typer.Typer) -> None:
             raise InputError("--target", target, "auto, cpu or cuda")
         m, d = get_model(model), get_device(gpu)
         ctx_bytes = int(context_overhead_gb * 1e9) if d.kind != "cpu" else 0
+        fw = None
+        if framework is not None:
+            from gpuplan.specs.framework import get_framework
+
+            fw = get_framework(framework)
+            fused, grad_fp32 = fused or fw.fused, grad_fp32 or fw.grad_dtype == "fp32"
         if mode is Mode.train:
             cfg = TrainConfig(
                 micro_batch=micro_batch, seq_len=seq_len, precision=precision.value,
@@ -191,6 +200,8 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         r = {"model": m.name, **res.to_json()}
+        if fw is not None:
+            r["assumptions"] = {**r["assumptions"], "framework": fw.describe()}
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 
