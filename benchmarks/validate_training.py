@@ -5,13 +5,16 @@ gpuplan.estimate.training.step_time, convert the prediction into the published m
 source's own FLOP-counting convention, and print published vs predicted with the signed error.
 Statistics use each record's primary metric; secondary metrics are printed but not counted.
 
-    PYTHONPATH=src python benchmarks/validate_training.py [--split train|test|all]
-        [--family NAME ...] [--json] [--markdown] [--verbose] [--csv PATH]
+    PYTHONPATH=src python benchmarks/validate_training.py [--split calibration|validation|all]
+        [--lofo] [--family NAME ...] [--json] [--markdown] [--verbose] [--csv PATH]
 
---split: a deterministic ~50/50 split stratified by source family (run_ids ordered by SHA-256
-within each family, alternating), so efficiency factors can be fitted on `train` and checked
-on `test`. --json prints one JSON document instead of the table. --markdown prints only the
-summary table (for the README). --csv cross-checks the published values against
+--split: whole families. `calibration` (default): training_runs.py and
+data/training_calibration.csv, the only rows constants are fitted on. `validation`: the hold-out
+families of data/training_validation.csv, fixed before modelling; score them once, never tune
+on them. --lofo: leave one calibration family out at a time, fit the end-to-end factor on the
+others (fit_training.py), predict the one left out. Each run is predicted with its framework
+profile (record field `framework`). --json prints one JSON document instead of the table.
+--markdown prints only the summary table (for the README). --csv cross-checks the published values against
 shared/data/training_runs.csv (found automatically when the checkout sits next to shared/).
 
 Error % = (predicted - published) / published. "speed %" is the same comparison expressed as

@@ -6,9 +6,9 @@ is given."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal
+from typing import Literal
 
 from gpuplan.errors import InputError, UnknownNameError
 
@@ -40,16 +40,9 @@ class Framework:
     param_gather_overlap: bool
     allocator: str
     notes: str = ""
-    zero: int | None = None
-    """data-parallel sharding it uses by default (None: as configured)"""
-    fsdp: Literal["none", "full", "hybrid"] | None = None
     zero3_prefetch_params: float | None = None
     """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
     a whole block ahead (FSDP prefetch)"""
-
-    def apply(self, cfg: Any) -> Any:
-        """A TrainConfig with this profile's kernel and gradient settings (layout untouched)."""
-        return replace(cfg, fused=self.fused, grad_dtype=self.grad_dtype)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
