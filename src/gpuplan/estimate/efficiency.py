@@ -137,7 +137,7 @@ def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficie
     fp8 = device.ceilings.get("matmul_fp8")
     prov = device.provenance.get("ceiling.matmul_bf16")
     where = prov.source.split(" (")[0] if prov else "device file"
-    src = (f"matmul ceiling {bf16:.0%} measured ({where})"
+    src = (f"matmul ceiling {bf16:.0%} measured with mamf-finder ({where})"
            if bf16 is not None else
            f"matmul ceiling {DEFAULT_CEILING:.0%} = median of measured devices (no measurement "
            f"for {device.name})")
