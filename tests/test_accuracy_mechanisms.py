@@ -179,3 +179,13 @@ def test_mi300x_mesh_one_link_per_peer():
     four = collective_time("all_gather", GB, 4, c)  # 3 peers x 64 GB/s
     assert four.time_s == pytest.approx(3 * SCALE_UP_LATENCY_S
                                         + 3 / 4 * GB / (192e9 * NVLINK_RING_EFFICIENCY))
+
+
+@given(st.sampled_from(["a100", "h100", "gb200", "mi300x", "h100-nvl", "tpu-v5p", "tpu-v5e"]),
+       st.integers(2, 64), st.floats(1e6, 1e10))
+def test_busbw_never_exceeds_the_rated_link(dev, group, nbytes):
+    """Whatever the topology, ring busbw stays under the scale-up rating x ring efficiency."""
+    c = default_cluster(get_device(dev), 64 if dev != "h100-nvl" else 8)
+    g = min(group, c.gpus)
+    t = collective_time("all_reduce", nbytes, g, c)
+    assert t.busbw_bytes_per_s <= c.scale_up.bw_bytes_per_s * NVLINK_RING_EFFICIENCY * (1 + 1e-9)
