@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -9,12 +10,31 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
-from gpuplan.cli.options import (
-    AttentionChoice,
-    FsdpChoice,
-    OptimizerChoice,
-    PrecisionChoice,
-    RecomputeChoice,
+from gpuplan.cli.job_opts import (
+    DEFAULTS,
+    AttentionOpt,
+    CpOpt,
+    CudaContextOpt,
+    EpOpt,
+    FragmentationOpt,
+    FsdpOpt,
+    FusedOpt,
+    GlobalBatchOpt,
+    GradFp32Opt,
+    MicroBatchOpt,
+    NoDropoutOpt,
+    OffloadOpt,
+    OptimizerOpt,
+    PpOpt,
+    PrecisionOpt,
+    RecomputeOpt,
+    SeqLenOpt,
+    SpOpt,
+    TargetOpt,
+    TpOpt,
+    VirtualOpt,
+    ZeroOpt,
+    train_job,
 )
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
@@ -87,28 +107,31 @@ def register(app: typer.Typer) -> None:
         None,
         scale_out_gbps: Annotated[float | None, typer.Option(
             "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
-        dp: Annotated[int | None, typer.Option("--dp", min=1, help="default: the rest")] = None,
-        tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
-        pp: Annotated[int, typer.Option("--pp", min=1)] = 1,
-        cp: Annotated[int, typer.Option("--cp", min=1)] = 1,
-        ep: Annotated[int, typer.Option("--ep", min=1)] = 1,
-        zero: Annotated[int, typer.Option("--zero", min=0, max=3)] = 1,
-        fsdp: Annotated[FsdpChoice, typer.Option("--fsdp")] = FsdpChoice.none,
-        recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
-        RecomputeChoice.none,
-        sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel")] = False,
-        virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
-        attention: Annotated[AttentionChoice, typer.Option("--attention")] =
-        AttentionChoice.flash,
-        fused: Annotated[bool, typer.Option(
-            "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
-        precision: Annotated[PrecisionChoice, typer.Option("--precision")] =
-        PrecisionChoice.bf16_mixed,
-        optimizer: Annotated[OptimizerChoice, typer.Option("--optimizer")] =
-        OptimizerChoice.adamw,
-        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1)] = 1,
-        global_batch: Annotated[int | None, typer.Option("--global-batch", min=1)] = None,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1)] = 4096,
+        dp: Annotated[int | None, typer.Option(
+            "--dp", min=1, rich_help_panel="Parallel layout",
+            help="data parallel GPUs (default: the rest)")] = None,
+        tp: TpOpt = DEFAULTS["tp"],
+        pp: PpOpt = DEFAULTS["pp"],
+        cp: CpOpt = DEFAULTS["cp"],
+        ep: EpOpt = DEFAULTS["ep"],
+        zero: ZeroOpt = DEFAULTS["zero"],
+        fsdp: FsdpOpt = DEFAULTS["fsdp"],
+        recompute: RecomputeOpt = DEFAULTS["recompute"],
+        sequence_parallel: SpOpt = DEFAULTS["sequence_parallel"],
+        virtual_stages: VirtualOpt = DEFAULTS["virtual_stages"],
+        attention: AttentionOpt = DEFAULTS["attention"],
+        fused: FusedOpt = DEFAULTS["fused"],
+        precision: PrecisionOpt = DEFAULTS["precision"],
+        optimizer: OptimizerOpt = DEFAULTS["optimizer"],
+        micro_batch: MicroBatchOpt = DEFAULTS["micro_batch"],
+        global_batch: GlobalBatchOpt = DEFAULTS["global_batch"],
+        seq_len: SeqLenOpt = DEFAULTS["seq_len"],
+        grad_fp32: GradFp32Opt = DEFAULTS["grad_fp32"],
+        offload_optimizer: OffloadOpt = DEFAULTS["offload_optimizer"],
+        no_dropout: NoDropoutOpt = DEFAULTS["no_dropout"],
+        target: TargetOpt = DEFAULTS["target"],
+        cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
+        fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
         tokens: Annotated[float | None, typer.Option(
             "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
@@ -123,7 +146,6 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
-        from gpuplan.estimate.memory import TrainConfig
         from gpuplan.estimate.runs import run_totals, scaling_curve
         from gpuplan.estimate.training import step_time
         from gpuplan.specs.catalog import get_device, get_model
@@ -138,12 +160,7 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        cfg = TrainConfig(micro_batch=micro_batch, seq_len=seq_len, precision=precision.value,
-                          optimizer=optimizer.value, zero=zero, fsdp=fsdp.value, dp=dp, tp=tp,
-                          pp=pp, cp=cp, ep=ep, sp=sequence_parallel,
-                          virtual_stages=virtual_stages, recompute=recompute.value,
-                          attention=attention.value, global_batch=global_batch,  # type: ignore[arg-type]
-                          dropout=False, fused=fused)
+        cfg = train_job(dict(locals()), dp, d.kind)
         eff, prof = None, None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -167,9 +184,8 @@ def register(app: typer.Typer) -> None:
         if prof is not None:
             r["assumptions"]["profile"] = prof
         if scaling:
-            base = TrainConfig(**{**cfg.__dict__, "dp": 1,
-                                  "global_batch": (cfg.global_batch // dp) if cfg.global_batch
-                                  else None})
+            base = replace(cfg, dp=1, global_batch=(cfg.global_batch // dp)
+                           if cfg.global_batch else None)
             r["scaling"] = scaling_curve(m, cluster, base, gpus, overlap=not no_overlap,
                                          efficiency=eff)
         emit(r, as_json, lambda con: _render(con, r))
