@@ -103,9 +103,9 @@ def _render(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | None) -
 
 
 def _bar_chart(r: dict[str, Any], path: Path) -> None:
-    from gpuplan.report.plot import _pyplot
+    from gpuplan.report.plot import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
     left = 0.0
     parts = [(k, v) for k, v in r["per_gpu"].items() if k != "other"]

@@ -15,7 +15,7 @@ from gpuplan.specs.model import ModelSpec
 
 
 def _render(con: Console, r: dict[str, Any], title: str) -> None:
-    t = table(f"{title}: {r['evaluated']:,} layouts evaluated in {r['search_seconds']:.2f} s "
+    t = table(f"{title}: {r['evaluated']:,} layouts evaluated in {r['search_s']:.2f} s "
               f"({r['layouts_per_s']:,.0f}/s), {r['fitting']:,} fit",
               [("#", "right"), ("dp", "right"), ("tp", "right"), ("pp", "right"),
                ("v", "right"), ("cp", "right"), ("ep", "right"), ("ZeRO", "right"),

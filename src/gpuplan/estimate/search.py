@@ -305,11 +305,12 @@ def result_json(r: SearchResult) -> dict[str, Any]:
         rows.append({"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
                      "zero": cfg.zero, "virtual_stages": cfg.virtual_stages,
                      "recompute": cfg.recompute, "micro_batch": cfg.micro_batch,
-                     "sequence_parallel": cfg.sp, "step_time_s": s.step_time_s,
+                     "sequence_parallel": cfg.sp, "offload_optimizer": cfg.offload_optimizer,
+                     "step_time_s": s.step_time_s,
                      "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
                      "memory_bytes": s.memory.total_bytes, "dominant": s.dominant,
                      "breakdown_s": s.breakdown, "why": why(cfg, s)})
-    return {"evaluated": r.evaluated, "fitting": r.fitting, "search_seconds": r.seconds,
+    return {"evaluated": r.evaluated, "fitting": r.fitting, "search_s": r.seconds,
             "layouts_per_s": r.layouts_per_s, "objective": r.objective, "top": rows}
 
 

@@ -23,7 +23,7 @@ _SOFTMAX_FP32_FAMILIES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwe
                                     "gemma", "gemma2", "phi3", "deepseek_v3"})
 
 
-def _ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
+def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
     e = DTYPE_BYTES[impl.dtype]
     if impl.dtype not in DTYPE_BYTES:
         raise InputError("dtype", impl.dtype, f"one of {', '.join(DTYPE_BYTES)}")
@@ -127,7 +127,7 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> floa
         + (k if rope and not copies else 0)
 
 
-def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
+def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
          saved_rows: float | None = None) -> None:
     d = m.hidden_size
     if m.mlp == "gated":
@@ -148,7 +148,7 @@ def _experts_touched(tokens: float, k: int, experts: int) -> float:
     return float(experts * (1.0 - (1.0 - k / experts) ** tokens))
 
 
-def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
+def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     """Router, dispatch, routed experts (grouped GEMM over t·k rows), combine; shared experts.
     Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2). With expert
     parallelism each GPU holds E/ep experts and, balanced, still computes t·k rows."""
@@ -175,7 +175,7 @@ def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
                        saved=rows * d * e + rows * FP32, kind="elementwise")
     if m.num_shared_experts:
-        _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
+        mlp_block(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
 
 
 # ---- whole model ---------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             c.component = "norm"
             blocks.layernorm(c, "norm1", tr, d)
         _recompute(c, impl, checkpoint=tr * d * c.e)
-        _flush(ctx, c)
+        flush_into(ctx, c)
     for moe, count in mlp_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
@@ -225,9 +225,9 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "moe" if moe else "mlp"
         if moe:
-            _moe(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
+            moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
-            _mlp(c, m, t, loc.ff, saved_rows=tr)
+            mlp_block(c, m, t, loc.ff, saved_rows=tr)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
@@ -238,7 +238,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             c.component = "norm"
             blocks.layernorm(c, "norm2", tr, d)
         _recompute(c, impl, checkpoint=0.0)
-        _flush(ctx, c)
+        flush_into(ctx, c)
 
 
 def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
@@ -260,7 +260,7 @@ def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
                component=ctx.component, prefix="layers.")
 
 
-def _flush(into: Ctx, c: Ctx) -> None:
+def flush_into(into: Ctx, c: Ctx) -> None:
     into.fwd.extend(c.fwd)
     into.bwd.extend(c.bwd)
 
@@ -292,7 +292,7 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     blocks.dropout(c, "embed.dropout", t * d * rep, p_emb)
 
 
-def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
+def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
           loc: Local | None = None, batch: int = 0) -> None:
     d = m.hidden_size
     rep = loc.rep if loc else 1.0
@@ -327,14 +327,14 @@ def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = N
     check_positive("batch", batch)
     check_positive("seq_len", seq_len)
     impl = impl or Impl()
-    c = _ctx(impl, "forward", train=True)
+    c = phase_ctx(impl, "forward", train=True)
     drop = impl.dropout
     loc = local_sizes(m, impl, seq_len)
     _embeddings(c, m, batch, seq_len, m.embedding_dropout if drop else 0.0, loc)
     _layers(c, m, impl, batch, seq_len, m.hidden_dropout if drop else 0.0,
             m.attention_dropout if drop else 0.0)
     t = batch * loc.seq
-    _head(c, m, t, t, loss=True, loc=loc, batch=batch)
+    head_block(c, m, t, t, loss=True, loc=loc, batch=batch)
     return OpList(tuple(c.fwd) + tuple(reversed(c.bwd)))
 
 
@@ -345,14 +345,14 @@ def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = No
     check_positive("batch", batch)
     check_positive("seq_len", seq_len)
     impl = impl or Impl()
-    c = _ctx(impl, phase, train=False)
+    c = phase_ctx(impl, phase, train=False)
     loc = local_sizes(m, impl, seq_len)
     _embeddings(c, m, batch, seq_len, 0.0, loc)
     _layers(c, m, impl, batch, seq_len, 0.0, 0.0)
     t = batch * loc.seq
     if phase == "prefill" and m.arch == "decoder":
         _kv_write(c, m, impl, t)
-    _head(c, m, t, t if all_logits else batch, loss=False, loc=loc)
+    head_block(c, m, t, t if all_logits else batch, loss=False, loc=loc)
     return OpList(tuple(c.fwd))
 
 
