@@ -2,8 +2,8 @@
 
 Every term is visible:
 - compute: the operator roofline of one micro-batch on the slowest pipeline stage (per-GPU
-  shards under TP/SP/CP/EP, recompute as extra forward work), fused kernels and FlashAttention
-  unless told otherwise;
+  shards under TP/SP/CP/EP, recompute as extra forward work), FlashAttention and eager
+  (unfused) element-wise kernels unless the job says otherwise (`fused`, `attention`);
 - pipeline: 1F1B takes (m + p - 1) stage-steps for m micro-batches (bubble (p-1)/(m+p-1));
   interleaving with v virtual stages shrinks the bubble to (p-1)/(v m) of the work
   (Narayanan et al. 2021 §2.2);

@@ -18,10 +18,6 @@ from gpuplan.ops.impl import Impl, Local, check_positive, local_sizes
 from gpuplan.ops.op import Op, OpList, Phase
 from gpuplan.specs.model import ModelSpec
 
-# HF implementations that upcast attention softmax to fp32 (eager_attention_forward)
-_SOFTMAX_FP32_FAMILIES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
-                                    "gemma", "gemma2", "phi3", "deepseek_v3"})
-
 
 def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
     e = DTYPE_BYTES[impl.dtype]
@@ -87,10 +83,10 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     if impl.attention == "naive" or cpu_math:
         start = len(c.fwd)
         blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
-                               softmax_fp32=m.family in _SOFTMAX_FP32_FAMILIES,
+                               softmax_fp32=m.softmax_fp32,
                                internal_bytes=FP32 if cpu_math else None, sk=seq_len,
                                selective=impl.recompute == "selective")
-        if b == 1 and m.family in _FUSED_QKV_FAMILIES and m.position != "rope" and not cpu_math:
+        if b == 1 and m.fused_qkv and m.position != "rope" and not cpu_math:
             # at batch 1 the eager matmul reshapes q without a copy: q stays a view of the
             # fused QKV output, which is then kept whole
             i = next(i for i in range(start, len(c.fwd)) if c.fwd[i].name.endswith("scores"))
@@ -108,7 +104,6 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
                       saves_input=False)
 
 
-_FUSED_QKV_FAMILIES = frozenset({"gpt2", "phi3"})
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
@@ -118,7 +113,7 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> floa
     unless RoPE (q, k) or a training-time KV cache (k, v) replaced them by copies."""
     dqk, dv = m.head_size, m.v_head_size
     q, k, v = t * h * dqk, t * hkv * dqk, t * hkv * dv
-    if m.is_mla or m.family not in _FUSED_QKV_FAMILIES:
+    if m.is_mla or not m.fused_qkv:
         return q + k + v
     rope = m.position == "rope"
     copies = impl.training_kv_cache
@@ -199,7 +194,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     tr = t * loc.rep  # tokens whose norm/dropout/residual work this GPU does
     d = m.hidden_size
     pre = m.arch == "decoder"
-    gemma = m.family in ("gemma", "gemma2")
+    gemma = m.norm_plus_one
     for window, count in attention_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
@@ -274,7 +269,7 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     blocks.embedding(c, "embed.tokens", t, loc.vocab if loc else m.vocab_size, d, t)
     # HF BERT slices its registered position_ids buffer (the whole buffer stays saved);
     # GPT-2 builds position ids with arange
-    buffered = m.family == "bert"
+    buffered = m.position_ids_buffer
     if m.position == "learned":
         blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d,
                          m.max_position_embeddings if buffered else s)
@@ -300,7 +295,7 @@ def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
     if m.final_norm:
         c.component = "norm"
         blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm == "layernorm",
-                    plus_one=m.family in ("gemma", "gemma2"))
+                    plus_one=m.norm_plus_one)
     c.component = "head"
     if m.mlm_head:
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)
