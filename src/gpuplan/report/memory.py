@@ -61,13 +61,18 @@ def render_memory(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | N
             return
         ft = table("fix chain (each step keeps the previous ones)",
                    [("#", "right"), ("change", "left"), ("total after", "right"),
-                    ("fits", "left"), ("cost", "left")])
+                    ("fits", "left"), ("cost", "left")],
+                   caption="fits: total <= capacity; tight: it fits, but with less than the "
+                           "safety margin left free")
         for i, s in enumerate(fix, 1):
-            ft.add_row(str(i), s["change"], units.format_bytes(s["total_bytes"]),
-                       "yes" if s["fits"] else "no", s["cost"])
+            fits = "yes" if s["fits"] else "no"
+            if s["fits"] and s.get("fits_with_margin") is False:
+                fits = "tight"  # fits, but not with the safety margin kept free
+            ft.add_row(str(i), s["change"], units.format_bytes(s["total_bytes"]), fits,
+                       s["cost"])
         con.print(ft)
         last = fix[-1]
-        if last["fits"]:
+        if last["fits"] and last.get("fits_with_margin") is not False:
             con.print(f"run: {last['command']}")
 
 
