@@ -11,11 +11,12 @@ from collections.abc import Callable
 from gpuplan.errors import InputError
 from gpuplan.estimate.memory import NCCL_BYTES, MemoryResult, capacity_note
 from gpuplan.estimate.partition import stages
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.blocks import FP32
 from gpuplan.ops.transformer import Impl, kv_bytes_per_token
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import InferConfig
+from gpuplan.units import DTYPE_BYTES
 
 __all__ = ["InferConfig", "infer_memory", "kv_cache_bytes", "weight_bytes"]
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gpuplan.estimate.partition import Stage, stages
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.blocks import FP32
 from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
 from gpuplan.ops.transformer import (
@@ -39,6 +39,7 @@ from gpuplan.specs.workload import (
     Recompute,
     TrainConfig,
 )
+from gpuplan.units import DTYPE_BYTES
 
 __all__ = ["CUDA_CONTEXT_BYTES", "FRAGMENTATION", "Layout", "MemoryProfile", "MemoryResult",
            "Optimizer", "Precision", "Recompute", "TrainConfig", "in_flight",

@@ -44,7 +44,6 @@ from gpuplan.estimate.step import (
     stage_compute,
     tp_all_reduces_per_layer,
 )
-from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
 from gpuplan.ops.passes import fuse_elementwise
@@ -53,6 +52,7 @@ from gpuplan.specs.cluster import Cluster
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import check_layout
+from gpuplan.units import DTYPE_BYTES
 
 
 @dataclass
@@ -353,5 +353,7 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
         "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
         "mfu_convention": "model FLOPs = 3 x forward matmul FLOPs (attention in full, no "
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
-        "peak_dtype": dtype,
+        "peak_dtype": "bf16" if dtype == "fp8" else dtype,
+        **({"fp8": "fp8 matmuls; MFU is taken against the dense bf16 peak (the usual "
+                   "convention for fp8 training)"} if dtype == "fp8" else {}),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuplan.errors import InputError
 from gpuplan.ops import blocks
-from gpuplan.ops.blocks import DTYPE_BYTES, Ctx
+from gpuplan.ops.blocks import Ctx
 from gpuplan.ops.impl import Impl, check_positive
 from gpuplan.ops.op import OpList
 from gpuplan.ops.transformer import (
@@ -22,6 +22,7 @@ from gpuplan.ops.transformer import (
     replace_ctx,
 )
 from gpuplan.specs.model import ModelSpec
+from gpuplan.units import DTYPE_BYTES
 
 
 def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = None) -> OpList:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import TrainConfig, check_positive, check_split
+from gpuplan.units import DTYPE_BYTES
 
 __all__ = ["Impl", "Local", "check_positive", "local_sizes", "train_impl"]
 

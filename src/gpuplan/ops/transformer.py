@@ -13,10 +13,11 @@ from dataclasses import replace
 
 from gpuplan.errors import InputError
 from gpuplan.ops import blocks
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32, INDEX, Ctx
+from gpuplan.ops.blocks import FP32, INDEX, Ctx
 from gpuplan.ops.impl import Impl, Local, check_positive, local_sizes
 from gpuplan.ops.op import Op, OpList, Phase
 from gpuplan.specs.model import ModelSpec
+from gpuplan.units import DTYPE_BYTES
 
 
 def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
