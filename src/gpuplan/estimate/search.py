@@ -50,6 +50,7 @@ from gpuplan.estimate.training import (
     GroupComm,
     StepResult,
     dp_collectives,
+    full_recompute_derivable,
     group_comm,
     pp_local,
     step_time,
@@ -132,17 +133,16 @@ def _group(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
     impl = train_impl(cfg, cluster.device.kind)
     key = (cfg.tp, cfg.cp, cfg.ep, cfg.micro_batch)
     base = done.get(key) if cfg.recompute == "full" else None
-    if base is not None:
+    if base is not None and full_recompute_derivable(m, cfg):
         prof = with_full_recompute(m, base[0])
         mem = memory_profile(m, cfg, impl, base[1].per_block)
+    elif cfg.recompute == "full":  # with dropout the recomputed forward is built, as in
+        prof = timing_profile(m, cfg, impl, cluster.device, eff, time_cache)  # step_time
+        mem = memory_profile(m, cfg, impl, base[1].per_block if base else None)
     else:
-        if cfg.recompute == "full":
-            prof = timing_profile(m, cfg, impl, cluster.device, eff, time_cache)
-            mem = memory_profile(m, cfg, impl)
-        else:
-            ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
-            prof = timing_profile(m, cfg, impl, cluster.device, eff, time_cache, ops)
-            mem = memory_profile(m, cfg, impl, saved_per_block(ops))
+        ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+        prof = timing_profile(m, cfg, impl, cluster.device, eff, time_cache, ops)
+        mem = memory_profile(m, cfg, impl, saved_per_block(ops))
         if cfg.recompute == "none":
             done[key] = (prof, mem)
     return _Group(cfg, prof, mem,

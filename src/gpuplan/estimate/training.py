@@ -186,13 +186,20 @@ def with_full_recompute(m: ModelSpec, p: BlockProfile) -> BlockProfile:
 def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, eff: Efficiency,
                    cache: dict[tuple[object, ...], Any] | None = None,
                    built: OpList | None = None) -> BlockProfile:
-    """The block profile of one micro-batch of `cfg` (full recomputation derived from the
-    profile without it; `built`: build_training's no-recompute list, if at hand)."""
-    if cfg.recompute != "full":
+    """The block profile of one micro-batch of `cfg` (`built`: build_training's list for
+    this job, or for its no-recompute twin when full recomputation is derived). Full
+    recomputation is derived from the no-recompute profile when no dropout is active; with
+    dropout the recomputed forward replays the saved masks and is built op by op."""
+    if cfg.recompute != "full" or not full_recompute_derivable(m, cfg):
         return block_profile(m, training_ops(m, cfg, impl, built), device, eff, cache)
     none = replace(cfg, recompute="none")
     return with_full_recompute(m, block_profile(
         m, training_ops(m, none, replace(impl, recompute="none"), built), device, eff, cache))
+
+
+def full_recompute_derivable(m: ModelSpec, cfg: TrainConfig) -> bool:
+    """Without dropout in the layers, full recomputation adds exactly each layer's forward."""
+    return not (cfg.dropout and (m.hidden_dropout > 0 or m.attention_dropout > 0))
 
 
 Coll = Callable[[str, str, float, int, int], float]
