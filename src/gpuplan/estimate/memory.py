@@ -256,6 +256,12 @@ class MemoryProfile:
     vocab_local: int
     e: float
     """bytes per element of the compute dtype"""
+    peak_head: float = 0.0
+    """transient peak of a stage holding the head (`transient_peak`)"""
+    peak_body: float = 0.0
+    """transient peak of any other stage"""
+    layer_params: float = 0.0
+    """parameters of the largest layer on one GPU (what ZeRO-3 gathers at a time)"""
 
 
 def checkpointed(m: ModelSpec, cfg: TrainConfig, impl: Impl,
@@ -280,7 +286,11 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
             m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl))
     loc = local_sizes(m, impl, cfg.seq_len)
     per_block = checkpointed(m, cfg, impl, saved) if full else saved
-    return MemoryProfile(per_block, saved, loc.seq, loc.vocab, DTYPE_BYTES[cfg.compute_dtype])
+    prof = MemoryProfile(per_block, saved, loc.seq, loc.vocab, DTYPE_BYTES[cfg.compute_dtype])
+    layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
+                                               else 0)) / cfg.tp
+    return replace(prof, peak_head=transient_peak(m, cfg, prof, True),
+                   peak_body=transient_peak(m, cfg, prof, False), layer_params=layer_params)
 
 
 def transient_peak(m: ModelSpec, cfg: TrainConfig, prof: MemoryProfile, has_head: bool) -> float:
@@ -317,11 +327,9 @@ class StageFacts:
 
 
 def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) -> StageFacts:
-    layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
-                                               else 0)) / cfg.tp
     return StageFacts(st.index, st.params, st.matrix_params,
                       stage_activation_bytes(m, st, prof.per_block),
-                      transient_peak(m, cfg, prof, st.has_head), layer_params,
+                      prof.peak_head if st.has_head else prof.peak_body, prof.layer_params,
                       max(cfg.tp, cfg.cp, cfg.ep) > 1)
 
 
