@@ -33,6 +33,12 @@ from gpuplan.estimate.flops import flops_summary
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
+from gpuplan.estimate.step import (  # importable from here as before the split
+    HOST_BYTES_PER_S_PER_GPU as HOST_BYTES_PER_S_PER_GPU,
+)
+from gpuplan.estimate.step import (
+    OPTIMIZER_BYTES_PER_PARAM as OPTIMIZER_BYTES_PER_PARAM,
+)
 from gpuplan.estimate.step import (
     bubble_fraction,
     cp_comm,
@@ -44,6 +50,7 @@ from gpuplan.estimate.step import (
     stage_compute,
     tp_all_reduces_per_layer,
 )
+from gpuplan.estimate.step import offload_step_time as offload_step_time
 from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
 from gpuplan.ops.passes import fuse_elementwise
