@@ -6,11 +6,12 @@ is given."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Literal
 
 from gpuplan.errors import InputError, UnknownNameError
+from gpuplan.specs.workload import TrainConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +44,12 @@ class Framework:
     zero3_prefetch_params: float | None = None
     """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
     a whole block ahead (FSDP prefetch)"""
+
+    def apply(self, cfg: TrainConfig) -> TrainConfig:
+        """The job with this profile's kernels: fused when the stack fuses (or the user asked),
+        fp32 gradients when the stack keeps them (Megatron main_grad)."""
+        grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
+        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
