@@ -21,4 +21,14 @@ def trace(module: Any, *example_inputs: Any, train: bool = True, **kwargs: Any) 
     return _trace(module, *example_inputs, train=train, **kwargs)
 
 
-__all__ = ["__version__", "trace"]
+def profile(steps: int | None = None, warmup: int = 0, trace: str | None = None,
+            device: str | None = None) -> Any:
+    """Profile a training loop: `with gpuplan.profile() as prof:` and `prof.step()` after each
+    step; `prof.result` holds what `gpuplan profile --json` prints. See
+    gpuplan.measure.workload_api.Profile."""
+    from gpuplan.measure.workload_api import Profile
+
+    return Profile(steps=steps, warmup=warmup, trace=trace, device=device)
+
+
+__all__ = ["__version__", "profile", "trace"]
