@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; turn user errors into one line and exit code 2."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
         print(f"gpuplan: error: {e}", file=sys.stderr)
         return 2
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
