@@ -5,7 +5,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.manual_seed(0)
-cfg = GPT2Config(n_layer=2, n_embd=128, n_head=4, n_positions=128, vocab_size=2048)
+cfg = GPT2Config(n_layer=2, n_embd=128, n_head=4, n_positions=128, vocab_size=2048,
+                 bos_token_id=0, eos_token_id=0)
 model = GPT2LMHeadModel(cfg)
 model.train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
