@@ -26,9 +26,10 @@ def profile(steps: int | None = None, warmup: int = 0, trace: str | None = None,
     """Profile a training loop: `with gpuplan.profile() as prof:` and `prof.step()` after each
     step; `prof.result` holds what `gpuplan profile --json` prints. See
     gpuplan.measure.workload_api.Profile."""
-    from gpuplan.measure.workload_api import Profile
+    import importlib  # the measure layer (torch) loads only when called
 
-    return Profile(steps=steps, warmup=warmup, trace=trace, device=device)
+    api = importlib.import_module("gpuplan.measure.workload_api")
+    return api.Profile(steps=steps, warmup=warmup, trace=trace, device=device)
 
 
 __all__ = ["__version__", "profile", "trace"]

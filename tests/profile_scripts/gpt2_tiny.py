@@ -10,7 +10,7 @@ cfg = GPT2Config(n_layer=2, n_embd=128, n_head=4, n_positions=128, vocab_size=20
 model = GPT2LMHeadModel(cfg)
 model.train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-for step in range(1000):
+for _ in range(1000):
     ids = torch.randint(0, cfg.vocab_size, (4, 64))
     loss = model(input_ids=ids, labels=ids).loss
     loss.backward()

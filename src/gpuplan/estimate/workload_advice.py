@@ -120,7 +120,7 @@ def pageable_copy(a: AdviceInput) -> dict[str, Any] | None:
 
 
 def _measured(a: AdviceInput, kinds: tuple[str, ...] | frozenset[str]) -> float:
-    return sum(r["time_s"] for r in a.rows if r["kind"] in kinds)
+    return float(sum(r["time_s"] for r in a.rows if r["kind"] in kinds))
 
 
 def fusion(a: AdviceInput) -> dict[str, Any] | None:

@@ -82,7 +82,7 @@ def predicted(ops: OpList, params: int, optimizer: str | None, device: Device, e
         "backward": by_phase.get("backward", 0.0) * calls_per_step,
         "optimizer": params * OPTIMIZER_BYTES_PER_PARAM[opt] / bw if opt else None,
     }
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for k, p in comps.items():
         m = measured.get(k, 0.0)
         rows[k] = {"predicted_s": p, "measured_s": m,

@@ -35,7 +35,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.workload import WorkloadRecord
 
 
-class StopProfiling(BaseException):  # noqa: N818 - a control-flow signal, not an error
+class StopProfiling(BaseException):
     """Raised from the optimizer hook after the last measured step to stop the user's script.
     A BaseException so that a script's `except Exception` does not swallow it."""
 

@@ -67,7 +67,11 @@ def _quick_profile(device: str, ident: dict[str, Any]) -> dict[str, Any]:
         if name == "bf16" and device == "cpu":
             continue
         a, b = random_tensor((n, n), dt, device), random_tensor((n, n), dt, device)
-        st = measure(lambda a=a, b=b: torch.mm(a, b), clock, budget_s=0.2, min_samples=3)
+
+        def mm(a: Any = a, b: Any = b) -> Any:
+            return torch.mm(a, b)
+
+        st = measure(mm, clock, budget_s=0.2, min_samples=3)
         rates[name] = st.rate(matmul_flops(n, n, n))
     buf = memory.stream_buffer_bytes(last_level_cache_bytes(device), device, True)
     mem = memory.stream(device, clock, buf, 0.2)

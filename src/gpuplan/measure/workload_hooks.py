@@ -62,7 +62,7 @@ def _loader_hook(s: WorkloadSession) -> None:
         return
 
     def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def __next__(it: Any) -> Any:  # noqa: N807
+        def __next__(it: Any) -> Any:
             s.note_iterator(it)
             t0 = time.perf_counter()
             try:
@@ -78,7 +78,7 @@ def _module_hook(s: WorkloadSession) -> None:
     depth = s.depth
 
     def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def __call__(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        def __call__(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
             if depth["module"] or depth["backward"]:
                 return orig(module, *args, **kwargs)
             s.note_model_call(module, args, kwargs)

@@ -20,7 +20,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.measure.workload import StopProfiling, WorkloadSession
 
 
-class ScriptTimeout(BaseException):  # noqa: N818 - control flow, raised in the script's frame
+class ScriptTimeout(BaseException):
     """--timeout passed."""
 
 
