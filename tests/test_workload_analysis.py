@@ -78,7 +78,7 @@ def _advice_input(**kw):
     base = dict(device_kind="cuda", device=dev, eff=default_efficiency(dev), step_time_s=0.1,
                 breakdown=dict.fromkeys(PHASES, 0.0), loaders=[],
                 reads={"per_step": 0.0, "time_s": 0.0, "sites": []},
-                copies={k: {"bytes": 0, "copies_per_step": 0, "time_s": 0.0, "non_blocking": 0,
+                copies={k: {"bytes": 0, "copies_per_step": 0, "time_s": 0.0, "non_blocking_per_step": 0,
                             "bw_bytes_per_s": None} for k in ("pinned", "pageable")},
                 rows=[])
     base.update(kw)
@@ -86,10 +86,10 @@ def _advice_input(**kw):
 
 
 def test_pageable_copies_rank_first_when_they_cost_most():
-    cp = {"pinned": {"bytes": 0, "copies_per_step": 0, "time_s": 0.0, "non_blocking": 0,
+    cp = {"pinned": {"bytes": 0, "copies_per_step": 0, "time_s": 0.0, "non_blocking_per_step": 0,
                      "bw_bytes_per_s": None},
           "pageable": {"bytes": 64 * 2**20, "copies_per_step": 1, "time_s": 0.02,
-                       "non_blocking": 0, "bw_bytes_per_s": 64 * 2**20 / 0.02}}
+                       "non_blocking_per_step": 0, "bw_bytes_per_s": 64 * 2**20 / 0.02}}
     reads = {"per_step": 1.0, "time_s": 0.001,
              "sites": [{"call": "item", "file": "t.py", "line": 3, "per_step": 1.0,
                         "time_s": 0.001}]}

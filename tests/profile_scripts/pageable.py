@@ -1,9 +1,12 @@
 """CUDA: every step copies a large batch from pageable host memory, blocking (no pin_memory,
-no non_blocking); the model itself is small."""
+no non_blocking); the model itself is small. Optional argument: the device (default cuda; on
+the CPU nothing is copied)."""
+
+import sys
 
 import torch
 
-dev = "cuda"
+dev = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 torch.manual_seed(0)
 model = torch.nn.Linear(1024, 1024).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)

@@ -35,15 +35,8 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gpuplan.cli import (
-        bench_cmd,
-        catalog_cmds,
-        flops_cmd,
-        memory_cmd,
-        profile_cmd,
-        roofline_cmd,
-        train_cmd,
-    )
+    import gpuplan.cli.profile_cmd as profile_cmd
+    from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
 
     catalog_cmds.register(app)
     flops_cmd.register(app)

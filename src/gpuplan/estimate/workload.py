@@ -107,7 +107,7 @@ def copies(rec: WorkloadRecord) -> dict[str, Any]:
         nbytes = sum(c[0] for c in rows)
         secs = sum(c[4] - c[3] for c in rows)
         out[kind] = {"bytes": int(nbytes / n), "copies_per_step": len(rows) / n,
-                     "time_s": secs / n, "non_blocking": sum(c[2] for c in rows) / n,
+                     "time_s": secs / n, "non_blocking_per_step": sum(c[2] for c in rows) / n,
                      "bw_bytes_per_s": nbytes / secs if secs > 0 else None}
     return out
 
