@@ -4,7 +4,7 @@ advice ranking on recorded numbers (no torch)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.estimate.efficiency import default_efficiency
@@ -33,6 +33,7 @@ def test_attribution_innermost_cause_wins():
 
 @given(st.lists(st.tuples(st.sampled_from(PRIORITY), st.floats(-1, 11), st.floats(0, 5)),
                 max_size=30))
+@settings(deadline=None)  # a shared machine: timing is not what is tested
 def test_attribution_covers_the_window_exactly(spans):
     iv = [(label, a, a + d) for label, a, d in spans]
     out = attribute(iv, 0.0, 10.0)
