@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gpuplan.measure.workload import WorkloadSession
 from gpuplan.ops.tracer import Trace, trace
 from gpuplan.specs.device import Device
@@ -24,6 +26,9 @@ def count_pass(session: WorkloadSession) -> tuple[Trace | None, str]:
     if model is None or inputs is None:
         return None, "no nn.Module with parameters was called during the measured steps"
     args, kwargs = inputs
+    inner = getattr(model, "module", None)  # DistributedDataParallel / DataParallel wrap it
+    if isinstance(inner, torch.nn.Module):
+        model = inner
     try:
         return trace(model, *args, train=True, **kwargs), type(model).__name__
     except Exception as e:  # a model the tracer cannot follow: measured numbers still stand
