@@ -20,13 +20,14 @@ def aten_name(op: Op) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def by_aten(ops: OpList, device: Device, eff: Efficiency, scale: float) -> dict[str, dict[str, Any]]:
-    """Per aten op name: kind, FLOPs, bytes and roofline seconds, times `scale` (model calls
-    per step)."""
-    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"flops": 0.0, "bytes": 0.0,
-                                                          "roofline_s": 0.0, "kind": ""})
+def by_aten(ops: OpList, device: Device, eff: Efficiency, scale: float
+            ) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (aten op name, phase): kind, FLOPs, bytes and roofline seconds, times `scale` (model
+    calls per step)."""
+    out: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"flops": 0.0, "bytes": 0.0, "roofline_s": 0.0, "kind": ""})
     for op in ops:
-        row = out[aten_name(op)]
+        row = out[(aten_name(op), op.phase)]
         row["flops"] += op.total_flops * scale
         row["bytes"] += op.total_bytes * scale
         row["roofline_s"] += op_time(op, device, eff).time_s * scale
@@ -34,8 +35,8 @@ def by_aten(ops: OpList, device: Device, eff: Efficiency, scale: float) -> dict[
     return dict(out)
 
 
-def op_rows(measured: list[dict[str, Any]], steps: int, counted: dict[str, dict[str, Any]]
-            ) -> list[dict[str, Any]]:
+def op_rows(measured: list[dict[str, Any]], steps: int,
+            counted: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per measured operator, slowest first: time per step and, where the counting
     pass saw the op, its FLOPs, bytes, achieved rates and share of the attainable roofline."""
     rows = []
@@ -43,11 +44,12 @@ def op_rows(measured: list[dict[str, Any]], steps: int, counted: dict[str, dict[
         t = m["time_s"] / steps
         if t <= 0:
             continue
-        key = m["name"].split("::", 1)[-1]
-        c = counted.get(key)
+        phase = m.get("phase", "forward")
+        c = counted.get((m["name"].split("::", 1)[-1], phase))
+        kind = "communication" if m.get("communication") else (
+            c["kind"] if c else "optimizer" if phase == "optimizer" else "other")
         row: dict[str, Any] = {
-            "name": m["name"], "kind": "communication" if m.get("communication")
-            else (c["kind"] if c else "other"),
+            "name": m["name"], "phase": phase, "kind": kind,
             "calls_per_step": m["calls"] / steps, "time_s": t,
             "flops": c["flops"] if c else None, "bytes": int(c["bytes"]) if c else None,
             "flops_per_s": c["flops"] / t if c else None,

@@ -30,12 +30,30 @@ def collect(prof: Any, raw: WorkloadRecord) -> None:
         elif is_comm(e.name) and e.cpu_parent is None:
             raw.intervals.append(("communication", e.time_range.start / 1e6 + offset,
                                   e.time_range.end / 1e6 + offset))
-    for a in prof.key_averages():
-        if not (a.key.startswith("aten::") or is_comm(a.key)):
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in events:
+        if str(e.device_type).rsplit(".", 1)[-1] != "CPU":
             continue
-        host = a.self_cpu_time_total / 1e6
-        dev = getattr(a, "self_device_time_total", 0.0) / 1e6
-        raw.ops.append({"name": a.key, "calls": int(a.count),
-                        "time_s": dev if cuda else host, "host_time_s": host,
-                        "device_time_s": dev if cuda else None,
-                        "communication": is_comm(a.key)})
+        if not (e.name.startswith("aten::") or is_comm(e.name)):
+            continue
+        key = (e.name, phase_of(e))
+        row = rows.setdefault(key, {"name": e.name, "phase": key[1], "calls": 0, "time_s": 0.0,
+                                    "host_time_s": 0.0, "communication": is_comm(e.name)})
+        row["calls"] += 1
+        host = e.self_cpu_time_total / 1e6
+        row["host_time_s"] += host
+        row["time_s"] += getattr(e, "self_device_time_total", 0.0) / 1e6 if cuda else host
+    raw.ops.extend(rows.values())
+
+
+def phase_of(e: Any) -> str:
+    """optimizer (inside Optimizer.step), backward (inside the autograd engine), else forward
+    (the model, the loss and whatever else the step runs on the host)."""
+    p = e
+    while p is not None:
+        if p.name.startswith("Optimizer.step"):
+            return "optimizer"
+        if p.name.startswith("autograd::engine"):
+            return "backward"
+        p = p.cpu_parent
+    return "forward"

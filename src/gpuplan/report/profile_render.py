@@ -48,11 +48,11 @@ def render(con: Console, r: dict[str, Any]) -> None:
 
 def _ops(con: Console, r: dict[str, Any]) -> None:
     t = table("operators (slowest first; roofline share = attainable time / measured time)",
-              [("op", "left"), ("kind", "left"), ("calls/step", "right"), ("time/step", "right"),
-               ("FLOPs", "right"), ("bytes", "right"), ("FLOP/s", "right"),
+              [("op", "left"), ("phase", "left"), ("kind", "left"), ("calls/step", "right"),
+               ("time/step", "right"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/s", "right"),
                ("bandwidth", "right"), ("roofline", "right")])
     for o in r["ops"][:15]:
-        t.add_row(o["name"], o["kind"], f"{o['calls_per_step']:g}", format_seconds(o["time_s"]),
+        t.add_row(o["name"], o["phase"], o["kind"], f"{o['calls_per_step']:g}", format_seconds(o["time_s"]),
                   "-" if o["flops"] is None else format_flops(o["flops"]),
                   "-" if o["bytes"] is None else format_bytes(o["bytes"]),
                   "-" if o["flops_per_s"] is None else format_flops_per_s(o["flops_per_s"]),
