@@ -46,7 +46,9 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     dev = ap.parse_args().device
     load = os.getloadavg()
-    print(f"# bench_profile.py, {time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or '?'}"
+    from gpuplan.measure.machine import cpu_model
+
+    print(f"# bench_profile.py, {time.strftime('%Y-%m-%d %H:%M')}, {cpu_model()}"
           f" ({os.cpu_count()} cores), python {platform.python_version()}, device {dev}, load "
           f"average {load[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:

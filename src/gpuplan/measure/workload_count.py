@@ -111,4 +111,5 @@ def _save_quick(prof: dict[str, Any]) -> Path:
     from gpuplan.measure.profile import profile_path, save_profile
 
     path = profile_path(prof)
-    return save_profile({**prof, "quick": True}, path.with_name(path.stem + "-quick.json"))
+    saved = {k: v for k, v in prof.items() if k != "path"}  # the file's own path on loading
+    return save_profile({**saved, "quick": True}, path.with_name(path.stem + "-quick.json"))
