@@ -54,8 +54,9 @@ def _saved_profile(ident: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _quick_profile(device: str, ident: dict[str, Any]) -> dict[str, Any]:
-    """One large square matmul per dtype (fp32; bf16 too on CUDA) and STREAM copy/triad: the
-    two ceilings of the roofline in about a second (`gpuplan bench` measures them properly)."""
+    """One large square matmul per dtype (fp32; bf16 too on CUDA), STREAM copy/triad and the
+    launch overhead: the roofline's ceilings in seconds (`gpuplan bench` measures them
+    properly)."""
     import torch
 
     from gpuplan.measure import memory
@@ -80,10 +81,12 @@ def _quick_profile(device: str, ident: dict[str, Any]) -> dict[str, Any]:
         rates[name] = st.rate(matmul_flops(n, n, n))
     buf = memory.stream_buffer_bytes(last_level_cache_bytes(device), device, True)
     mem = memory.stream(device, clock, buf, 0.2)
+    launch = memory.launch_overhead(device, clock, 0.1)
     return {"device": ident["name"], "identity": ident, "date": today(),
             "matmul_flops_per_s": rates, "memory_bw_bytes_per_s": mem["bw_bytes_per_s"],
+            "launch_overhead_s": launch["time_s"],
             "path": f"measured now ({time.perf_counter() - t0:.1f} s quick measurement: "
-                    f"{n}^3 matmul, STREAM copy/triad)"}
+                    f"{n}^3 matmul, STREAM copy/triad, launch overhead)"}
 
 
 def roofline_target(device: str) -> tuple[Device, dict[str, Any] | None, str]:
