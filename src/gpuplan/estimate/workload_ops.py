@@ -9,7 +9,7 @@ from typing import Any
 
 from gpuplan.estimate.efficiency import Efficiency
 from gpuplan.estimate.roofline import op_time, roofline
-from gpuplan.estimate.training import OPTIMIZER_BYTES_PER_PARAM
+from gpuplan.estimate.step import OPTIMIZER_BYTES_PER_PARAM
 from gpuplan.ops.op import Op, OpList
 from gpuplan.specs.device import Device
 
@@ -102,5 +102,6 @@ def predicted(ops: OpList, params: int, optimizer: str | None, device: Device, e
             "note": "forward and backward: roofline of the traced model's ops (gpuplan roofline);"
                     " optimizer: a memory-bound pass of "
                     f"{OPTIMIZER_BYTES_PER_PARAM.get(opt or '', 0):g} bytes per parameter "
-                    "(gpuplan train); the measured forward also holds loss modules called "
+                    "(gpuplan train's figure) over this machine's bandwidth; the measured forward "
+                    "also holds loss modules called "
                     "outside the model"}
