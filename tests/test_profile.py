@@ -165,6 +165,7 @@ def test_python_api_counts_steps_and_formatted_reads(monkeypatch, tmp_path):
     assert r["host_reads_per_step"] == 1.0
     assert r["host_reads"]["sites"][0]["call"] == "format"
     assert r["predicted"]["components"]["forward"]["predicted_s"] > 0
+    assert "api_loop.py" in r["host_reads"]["sites"][0]["file"]
 
 
 @pytest.mark.gpu

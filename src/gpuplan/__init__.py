@@ -29,7 +29,15 @@ def profile(steps: int | None = None, warmup: int = 0, trace: str | None = None,
     import importlib  # the measure layer (torch) loads only when called
 
     api = importlib.import_module("gpuplan.measure.workload_api")
-    return api.Profile(steps=steps, warmup=warmup, trace=trace, device=device)
+    return api.Profile(steps=steps, warmup=warmup, trace=trace, device=device,
+                       render=_render_profile)
+
+
+def _render_profile(result: dict[str, Any]) -> None:
+    from gpuplan.report.output import console
+    from gpuplan.report.profile_render import render
+
+    render(console(), result)
 
 
 __all__ = ["__version__", "profile", "trace"]

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gpuplan.estimate.efficiency import default_efficiency, efficiency_from_profile
@@ -36,7 +37,9 @@ class Profile:
     `steps`, every step after the warm-up until the block ends is measured."""
 
     def __init__(self, steps: int | None = None, warmup: int = 0, trace: str | None = None,
-                 device: str | None = None) -> None:
+                 device: str | None = None,
+                 render: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.render = render
         self.session = WorkloadSession(steps or 10**9, warmup, device=device, trace_path=trace,
                                        use_optimizer_hooks=False)
         self.result: dict[str, Any] | None = None
@@ -54,10 +57,10 @@ class Profile:
             self.result = finish(self.session)
 
     def report(self) -> None:
-        """Print the terminal report."""
-        from gpuplan.report.output import console
-        from gpuplan.report.profile_render import render
-
+        """Print the terminal report (the renderer comes from the report layer, given by
+        `gpuplan.profile`)."""
         if self.result is None:
             raise RuntimeError("no measured step: call prof.step() at the end of each step")
-        render(console(), self.result)
+        if self.render is None:
+            raise RuntimeError("no renderer: use gpuplan.profile(), or print prof.result")
+        self.render(self.result)
