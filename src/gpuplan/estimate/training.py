@@ -70,7 +70,8 @@ def offload_step_time(local_params: float, bpp: dict[str, float], cluster: Clust
 
 @dataclass
 class StepResult:
-    """One training step; times in seconds. `fits` False means not timed (None fields)."""
+    """One training step; times in seconds. `fits` is the memory verdict; the step is timed
+    either way (a layout that does not fit still gets its speed)."""
 
     fits: bool
     memory: MemoryResult
@@ -175,10 +176,6 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                      micro_batches=n_micro, tokens_per_step=tokens, peak_flops_per_s=peak)
     model_fwd = flops_summary(m, cfg.micro_batch, cfg.seq_len)["forward_flops"]
     res.model_flops_per_step = 3 * model_fwd * gb / cfg.micro_batch
-    if not mem.fits:
-        res.assumptions = {"note": "does not fit in memory: not timed"}
-        return res
-
     fused = cfg.fused
     impl = _impl(cfg, fused)
     ops = training_ops(m, cfg, impl)
@@ -333,4 +330,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
         "peak_dtype": dtype,
     }
+    if not mem.fits:
+        res.assumptions["memory_verdict"] = (
+            f"does not fit: would need {mem.total_bytes / 1e9:.1f} GB of "
+            f"{mem.capacity_bytes / 1e9:.1f} GB usable; timed as if it fit")
     return res
