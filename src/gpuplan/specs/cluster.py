@@ -60,7 +60,8 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     if gpus < 1:
         raise InputError("gpus", gpus, "a whole number >= 1")
     per_node = gpus_per_node or (8 if device.kind != "cpu" else 1)
-    per_node = min(per_node, gpus) if gpus_per_node is None else per_node
+    # a job smaller than a node uses `gpus` of that node's GPUs (one node, all on its links)
+    per_node = min(per_node, gpus)
     if gpus % per_node and gpus > per_node:
         raise InputError("gpus", gpus, f"a multiple of gpus-per-node ({per_node})")
     if device.scale_up is not None:
