@@ -16,6 +16,15 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from gpuplan.errors import InputError
+from gpuplan.estimate.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
+from gpuplan.estimate.memory_peak import (
+    LossBuffers,
+    fsdp_buffers,
+    loss_buffers,
+    ops_loss_saved,
+    per_op_sac_saved,
+    transient_moment,
+)
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.ops.blocks import DTYPE_BYTES, FP32
 from gpuplan.ops.op import OpList
@@ -56,9 +65,9 @@ DDP_BUCKET_BYTES = 25 * 2**20
 OFFLOAD_BUCKET_ELEMENTS = 500_000_000
 """DeepSpeed ZeRO reduce_bucket_size default (5e8 elements): with ZeRO-Offload the gradients
 pass through this GPU bucket on their way to the CPU"""
-FRAGMENTATION = 0.10
-"""share of dynamic memory (activations + buffers) lost to allocator fragmentation
-(assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
+FRAGMENTATION = RESERVED_OVERHEAD
+"""share of dynamic memory (activations + buffers) the caching allocator reserves on top of
+what is allocated (estimate.memory_behaviour.RESERVED_OVERHEAD: named, calibrated)"""
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,12 @@ class TrainConfig:
     """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
     target: Literal["auto", "cpu", "cuda"] = "auto"
     """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
+    memory_behaviour: MemoryBehaviour | None = None
+    """the training stack's loss, FSDP and pipeline memory habits (None: 'default')"""
+
+    @property
+    def behaviour(self) -> MemoryBehaviour:
+        return self.memory_behaviour or behaviour_for(None)
 
     @property
     def grad_accum(self) -> int:
@@ -263,6 +278,20 @@ def _saved_per_block(ops: OpList) -> dict[str, float]:
     return out
 
 
+def _per_op_sac(m: ModelSpec, cfg: TrainConfig, ops: OpList, per_block: dict[str, float],
+                device: Device) -> dict[str, float]:
+    """Per-layer saved bytes under per-op selective checkpointing (estimate.memory_peak)."""
+    loc = local_sizes(m, _impl(cfg, device), cfg.seq_len)
+    x = cfg.micro_batch * loc.seq * m.hidden_size * DTYPE_BYTES[cfg.compute_dtype] / (
+        cfg.tp if cfg.sp else 1)
+    out = dict(per_block)
+    for block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP, BLOCK_MOE):
+        if block in per_block:
+            first = block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW)
+            out[block] = per_op_sac_saved(ops, block, first, x)
+    return out
+
+
 def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float]) -> float:
     """Saved bytes of one micro-batch on a stage: its layers' blocks plus embedding/head."""
     n_window = st.sliding_layers
@@ -296,6 +325,8 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     impl = _impl(cfg, device)
     ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
     per_block = _saved_per_block(ops)
+    if cfg.recompute == "selective" and cfg.behaviour.selective == "per-op":
+        per_block = _per_op_sac(m, cfg, ops, per_block, device)
     full = (build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none"))
             if cfg.recompute == "full" else ops)
     full_block = _saved_per_block(full)
@@ -303,12 +334,18 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     z = cfg.zero_stage
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
+    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, cfg.behaviour)
+    # the stack's loss instead of the op model's (which is PyTorch's fp32 cross-entropy)
+    loss_delta = (loss.saved - ops_loss_saved(ops) if cfg.behaviour.loss != "fp32" else
+                  cfg.micro_batch * loc.seq * loc.vocab * e * cfg.behaviour.keeps_logits)
     rows = []
     for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
         tensors = m.param_tensors() * st.params / m.params()
         weights, grads, opt = model_state_bytes(m, cfg, st.params, st.matrix_params, tensors)
-        acts = stage_activation_bytes(m, st, per_block) * in_flight(cfg, st.index)
-        other = _train_other(m, cfg, st, full_block, loc.seq, loc.vocab, e, acts, z)
+        acts = ((stage_activation_bytes(m, st, per_block) + (loss_delta if st.has_head else 0))
+                * in_flight(cfg, st.index))
+        other = _train_other(m, cfg, st, full_block, loc.seq, e, acts, z,
+                             loss if st.has_head else None)
         rows.append((st, weights, grads, opt, acts, other))
     # the fullest stage sets the per-GPU requirement
     st, weights, grads, opt, acts, other = max(
@@ -328,31 +365,37 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
                 "after another and gradients accumulate in place",
     }
     assumptions = _train_assumptions(cfg, device)
+    assumptions["memory_behaviour"] = cfg.behaviour.to_json()
+    assumptions["loss"] = loss.basis
+    details["peak_moment"] = ("start of backward (loss backward)" if st.has_head and
+                              loss.transient >= other["transient_peak"] else
+                              "backward of one layer")
     return MemoryResult("train", per_gpu, other_items,
                         device.capacity_bytes, device.name, assumptions, details)
 
 
 def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str, float],
-                 seq_local: int, vocab_local: int, e: float, acts: float,
-                 z: int) -> dict[str, float]:
+                 seq_local: int, e: float, acts: float, z: int,
+                 loss: LossBuffers | None) -> dict[str, float]:
     t = cfg.micro_batch * seq_local
     items: dict[str, float] = {}
-    # Transient peak on top of the saved activations: the loss backward holds fp32 logits and
-    # their gradient (last stage); later, one layer's backward holds its recomputed
-    # activations (full recompute) and the gradients flowing through it (about two of its
-    # widest tensors). They are never live together: the larger one counts.
+    # Transient peak on top of the saved activations (estimate.memory_peak): the loss
+    # backward (last stage) or one layer's backward, which holds its recomputed activations
+    # (full recompute) and the gradients flowing through it (about two of its widest
+    # tensors). They are never live together: the larger one counts.
     layer_full = max((v for k, v in full_block.items() if k.startswith("layer")), default=0.0)
     widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
                  m.hidden_size)
     layer_backward = 2 * t * widest * e + (layer_full if cfg.recompute == "full" else 0.0)
-    loss = t * vocab_local * (FP32 + e) if st.has_head else 0.0
-    items["transient_peak"] = max(layer_backward, loss)
-    if z >= 3:  # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in
-        # the compute dtype, plus one layer's unsharded gradients before reduce-scatter
+    items["transient_peak"] = transient_moment(layer_backward, loss)[0]
+    if z >= 3:  # FSDP/ZeRO-3: the units in flight gathered in the compute dtype, plus one
+        # unit's unsharded gradients before reduce-scatter (or, under PP without resharding,
+        # the whole stage unsharded)
         layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
                                                    else 0)) / cfg.tp
         bpp = state_bytes_per_param(cfg)
-        items["gathered_parameters"] = layer_params * (2 * bpp["weights"] + bpp["gradients"])
+        items.update(fsdp_buffers(layer_params, st.params, bpp["weights"], bpp["gradients"],
+                                  cfg.pp, cfg.behaviour))
     elif cfg.offload_optimizer and z == 2:
         items["gradient_buckets"] = min(OFFLOAD_BUCKET_ELEMENTS, st.params) * \
             state_bytes_per_param(cfg)["gradients"]

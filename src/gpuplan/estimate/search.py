@@ -32,6 +32,7 @@ from gpuplan.estimate.memory import (
     stage_activation_bytes,
     state_bytes_per_param,
 )
+from gpuplan.estimate.memory_peak import FP32_LOSS_BACKWARD_BYTES
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.estimate.training import (
@@ -42,7 +43,7 @@ from gpuplan.estimate.training import (
     step_time,
     training_ops,
 )
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.ops.transformer import (
     BLOCK_ATTN,
     BLOCK_ATTN_WINDOW,
@@ -316,7 +317,7 @@ def _evaluate_all(m: ModelSpec, cluster: Cluster, cases: list[dict[str, Any]], z
             col[f"p_{name}"][i] = st.params
             held = float(min(pp - st.index, max(n_micro, 1))) if pp > 1 else 1.0
             col[f"t_{name}"][i] = held
-            dyn = max(prof["working"], prof["t_tok"] * prof["vocab"] * (FP32 + prof["e"])
+            dyn = max(prof["working"], prof["t_tok"] * prof["vocab"] * FP32_LOSS_BACKWARD_BYTES
                       if st.has_head else 0.0)
             col[f"dyn_{name}"][i] = dyn
             col[f"mem_fixed_{name}"][i] = dyn + CUDA_CONTEXT_BYTES * (device.kind != "cpu") + (
