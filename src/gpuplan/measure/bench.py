@@ -137,5 +137,21 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             r["collectives_launch"] = f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"
         step()
     ident["load_average_end"] = _load()
+    r["unstable"] = unstable_measurements(r)
     r["runtime_s"] = time.perf_counter() - t0
     return r
+
+
+def unstable_measurements(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ceilings whose repeated rounds disagreed (measure.stability), with the reason."""
+    out = []
+    for dt, x in (r.get("matmul") or {}).items():
+        rep = x.get("repeats")
+        if rep and not rep["stable"]:
+            out.append({"what": f"matmul {dt}", "reason": rep["unstable_reason"],
+                        "round_rates": rep["round_rates"]})
+    rep = (r.get("memory") or {}).get("repeats")
+    if rep and not rep["stable"]:
+        out.append({"what": "memory bandwidth", "reason": rep["unstable_reason"],
+                    "round_rates": rep["round_rates"]})
+    return out
