@@ -108,9 +108,23 @@ def default_efficiency(device: Device) -> Efficiency:
     src = (f"matmul ceiling {bf16:.0%} measured ({MAMF_SOURCE})" if measured
            else f"matmul ceiling {bf16:.0%} = median of measured devices (no measurement for "
                 f"{device.name})")
+    if device.kind == "cpu":
+        src += ("; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; "
+                + CPU_ATTENTION_SOURCE)
+        return Efficiency(matmul_ceiling=bf16, fp8_ceiling=fp8, source=src,
+                          attention_ceiling=CPU_ATTENTION_CEILING)
     src += ("; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; attention "
             "kernels 50% of peak (FlashAttention-2/3 papers)")
     return Efficiency(matmul_ceiling=bf16, fp8_ceiling=fp8, source=src)
+
+
+CPU_ATTENTION_CEILING = 1.0
+"""On a CPU, fused attention (PyTorch's CPU flash-attention kernel, ATen
+native/cpu/FlashAttentionKernel.cpp) runs its QKᵀ and PV blocks through the same BLAS GEMM
+as a plain matmul, with the scores of a block held in cache: it reaches the matmul rate (a
+mechanism, not a fit; `gpuplan bench` measures it as attention_flops_per_s)."""
+CPU_ATTENTION_SOURCE = ("attention kernels at the matmul rate (CPU flash attention = blocked "
+                        "BLAS GEMMs, scores in cache)")
 
 
 TRAINING_END_TO_END = 0.64
@@ -160,6 +174,9 @@ def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
                 for dt, v in flops.items() if dt in DTYPES}
     bw = _positive("memory_bw_bytes_per_s", profile.get("memory_bw_bytes_per_s"))
     measured["memory"] = bw
+    if profile.get("attention_flops_per_s"):  # fused attention, measured by `gpuplan bench`
+        measured["attention"] = _positive("attention_flops_per_s",
+                                          profile["attention_flops_per_s"])
     launch = profile.get("launch_overhead_s")
     base = base or default_efficiency(device)
     rates = ", ".join(f"{dt} {v / 1e12:.3g} TFLOP/s" for dt, v in measured.items()

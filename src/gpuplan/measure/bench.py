@@ -118,6 +118,11 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             step()
         if "attention" in sections:
             r["attention"] = fusion.measure_attention(device, clock, spec, eff, quick, progress)
+            a = r["attention"]
+            if "time_s" in a["sdpa"]:  # fused attention's rate: QKᵀ and PV, 2 x 2·b·h·s²·d
+                sh = a["shape"]
+                work = 4.0 * sh["batch"] * sh["heads"] * sh["seq"] ** 2 * sh["head_dim"]
+                r["attention_flops_per_s"] = work / a["sdpa"]["time_s"]
             step()
     if "collectives" in sections:
         from gpuplan.measure import collectives as coll
