@@ -29,7 +29,7 @@ def one_round(quick: bool) -> dict[str, object]:
     clock, llc = clock_for("cpu"), last_level_cache_bytes("cpu")
     mm = compute.measure_matmul("cpu", clock, llc, quick, dtypes=("fp32",))
     mem = memory.stream("cpu", clock, memory.stream_buffer_bytes(llc, "cpu", quick), 0.4)
-    prof = {"device": "cpu", "date": "-", "identity": identity("cpu"),
+    prof = {"device": "cpu", "date": datetime.date.today().isoformat(), "identity": identity("cpu"),
             "matmul_flops_per_s": compute.flops_by_dtype(mm),
             "memory_bw_bytes_per_s": mem["bw_bytes_per_s"]}
     spec, eff = prediction_target(prof)

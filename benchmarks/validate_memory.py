@@ -92,13 +92,15 @@ def peak_rows(fragmentation: float | None = None) -> list[PeakRow]:
             dp = gpus // (tp * pp * cp)
             lb = int(row["local_batch"])
             rec = {"selective-op": "selective", "full": "full"}[row["recompute"]]
-            micro = 1 if pp > 1 else lb  # torchtitan: pipeline micro-batch size 1 (default)
+            # torchtitan splits the local batch into pp micro-batches by default
+            # (pipeline_parallel_microbatches unset; inferred, not stated in the table)
+            micro = lb // pp
             cfg = TrainConfig(
                 micro_batch=micro, seq_len=int(row["seq_len"]), fsdp="full", dp=dp, tp=tp,
                 pp=pp, cp=cp, sp=tp > 1, recompute=rec,  # type: ignore[arg-type]
                 precision="fp8-mixed" if row["precision"] == "fp8" else "bf16-mixed",
                 fused=row["compile"] == "True", dropout=False,
-                global_batch=lb * dp if pp > 1 else None,
+                global_batch=lb * dp,
                 virtual_stages=2 if row["schedule"] == "interleaved" else 1,
                 memory_behaviour=behaviour_for("fsdp"))
             if fragmentation is not None:

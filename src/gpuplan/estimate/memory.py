@@ -309,13 +309,16 @@ def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float])
 def in_flight(cfg: TrainConfig, stage: int) -> float:
     """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
     min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
-    et al. 2022 §4.2.3). Gradient accumulation without a pipeline: one at a time."""
+    et al. 2022 §4.2.3), i.e. its warm-up of 2(p - i - 1) + (v - 1)p model chunks of 1/v
+    stage each (Narayanan et al. 2021 §2.2), never more than the m·v chunks there are.
+    Gradient accumulation without a pipeline: one at a time."""
     if cfg.pp == 1:
         return 1.0
-    micro = cfg.global_batch // (cfg.micro_batch * cfg.dp) if cfg.global_batch else cfg.pp
-    held = float(min(cfg.pp - stage, max(micro, 1)))
+    micro = max(cfg.global_batch // (cfg.micro_batch * cfg.dp) if cfg.global_batch
+                else cfg.pp, 1)
+    held = float(min(cfg.pp - stage, micro))
     if cfg.virtual_stages > 1:
-        held *= 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages)
+        held = min(held * (1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages)), float(micro))
     return held
 
 
