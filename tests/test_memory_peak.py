@@ -30,6 +30,9 @@ def test_loss_buffers_exact():
     fused = loss_buffers(t, v, e, behaviour_for("megatron"))
     # 16-bit logits (gradient written in place) + fp32 log-sum-exp + labels; nothing on top
     assert fused.saved == n * 2 + t * 4 + t * 8 and fused.transient == 0
+    compiled = loss_buffers(t, v, e, behaviour_for("fsdp", loss="compiled"))
+    # torch.compile'd loss: 16-bit logits + lse + labels kept, one 16-bit gradient in backward
+    assert compiled.saved == n * 2 + t * 4 + t * 8 and compiled.transient == n * 2
     chunked = loss_buffers(t, v, e, behaviour_for(None, loss="chunked", loss_chunk_tokens=100))
     assert chunked.transient == 100 * v * (2 + 12) and chunked.saved == t * 4 + t * 8
 

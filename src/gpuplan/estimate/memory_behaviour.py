@@ -14,7 +14,7 @@ from typing import Literal
 
 from gpuplan.errors import UnknownNameError
 
-LossKind = Literal["fp32", "fused", "chunked"]
+LossKind = Literal["fp32", "fused", "compiled", "chunked"]
 
 RESERVED_OVERHEAD = 0.13
 """PyTorch caching allocator, reserved over allocated on the dynamic memory at the peak. Named
@@ -35,7 +35,9 @@ class MemoryBehaviour:
     """fp32: logits upcast to fp32 and log_softmax kept (PyTorch cross_entropy on .float()
     logits); fused: the loss kernel keeps the 16-bit logits and writes their gradient in place
     (Megatron's fused vocab-parallel cross-entropy, flash-attn's CrossEntropyLoss with
-    inplace_backward); chunked: logits made and consumed a chunk of tokens at a time"""
+    inplace_backward); compiled: torch.compile'd cross-entropy (the fp32 upcast and
+    log-softmax fused: the 16-bit logits and the log-sum-exp kept, a 16-bit gradient made in
+    backward); chunked: logits made and consumed a chunk of tokens at a time"""
     keeps_logits: bool = False
     """the 16-bit logits stay referenced through backward (HF returns them in its output)"""
     loss_chunk_tokens: int = 1024

@@ -48,6 +48,12 @@ def loss_buffers(tokens: float, vocab_local: int, e: float, b: MemoryBehaviour) 
         # Megatron fused vocab-parallel cross-entropy)
         return LossBuffers(n * e + tokens * FP32 + labels, 0.0,
                            "fused cross-entropy: 16-bit logits kept, gradient in place")
+    if b.loss == "compiled":
+        # Inductor fuses upcast, log-softmax and NLL: it keeps its 16-bit input and the
+        # log-sum-exp, and its backward writes one 16-bit gradient of the logits
+        return LossBuffers(n * e + tokens * FP32 + labels, n * e,
+                           "compiled cross-entropy: 16-bit logits and log-sum-exp kept; a "
+                           "16-bit gradient in backward")
     if b.loss == "chunked":
         chunk = min(tokens, b.loss_chunk_tokens) * vocab_local
         return LossBuffers(kept + tokens * FP32 + labels, chunk * (e + 3 * FP32),
