@@ -85,3 +85,18 @@ def test_fsdp_with_pipeline_without_resharding_holds_the_stage_unsharded():
     assert tt.other_items["unsharded_stage_parameters"] == int(stage_params * (2 + 2))
     assert "unsharded_stage_parameters" not in ds.other_items
     assert ds.other_items["gathered_parameters"] < tt.other_items["unsharded_stage_parameters"]
+
+
+def test_interleaved_pipeline_holds_megatrons_warm_up_capped_by_the_micro_batches():
+    """Narayanan et al. 2021 §2.2: stage 0 of an interleaved schedule warms up with
+    2(p - 1) + (v - 1)p chunks of 1/v stage, i.e. p + (p - 1)/v micro-batches' worth; it
+    cannot hold more micro-batches than the step has."""
+    from gpuplan.estimate.memory import in_flight
+
+    cfg = TrainConfig(micro_batch=1, seq_len=2048, pp=4, virtual_stages=2, dp=1,
+                      global_batch=16)
+    assert in_flight(cfg, 0) == 4 + 3 / 2  # 5.5
+    assert in_flight(cfg, 3) == 1 * (1 + 3 / 8)
+    few = replace(cfg, global_batch=2)
+    assert in_flight(few, 0) == 2.0  # only two micro-batches exist
+    assert in_flight(replace(cfg, virtual_stages=1), 0) == 4.0  # 1F1B: pp - stage
