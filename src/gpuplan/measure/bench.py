@@ -154,9 +154,9 @@ def unstable_measurements(r: dict[str, Any]) -> list[dict[str, Any]]:
         rep = x.get("repeats")
         if rep and not rep["stable"]:
             out.append({"what": f"matmul {dt}", "reason": rep["unstable_reason"],
-                        "round_rates": rep["round_rates"]})
+                        "round_flops_per_s": rep["round_flops_per_s"]})
     rep = (r.get("memory") or {}).get("repeats")
     if rep and not rep["stable"]:
         out.append({"what": "memory bandwidth", "reason": rep["unstable_reason"],
-                    "round_rates": rep["round_rates"]})
+                    "round_bytes_per_s": rep["round_bytes_per_s"]})
     return out

@@ -75,7 +75,7 @@ class DtypeResult:
     def sustained(self) -> float | None:
         """The dtype's rate: the best size's best round when it was repeated."""
         if self.repeats is not None:
-            return float(self.repeats["rate"])
+            return float(self.repeats["best_round_flops_per_s"])
         b = self.best
         return b.stats.rate(b.flops) if b is not None else None
 

@@ -72,7 +72,7 @@ def stream(device: str, clock: Clock, buffer_bytes: int, budget_s: float) -> dic
     r = repeated(fn, clock, nbytes, budget_s=budget_s / 2, setup=lambda: poison(dst))
     if not was_written(dst):
         raise RuntimeError(f"{best}: destination not written")
-    out["repeats"] = r.to_json(3, REL_TOL)
+    out["repeats"] = r.to_json(3, REL_TOL, "bytes_per_s")
     out["bw_bytes_per_s"] = r.best_rate
     out["statistic"] = (f"{best} (the higher of copy and triad), re-measured in rounds: the "
                         "best round's median (see repeats)")

@@ -63,7 +63,8 @@ class Repeated:
     def stable(self, k: int, rel_tol: float) -> bool:
         return self.warmed_up and self.spread(k) <= rel_tol
 
-    def to_json(self, k: int, rel_tol: float) -> dict[str, Any]:
+    def to_json(self, k: int, rel_tol: float, unit: str = "flops_per_s") -> dict[str, Any]:
+        """`unit`: the rate's unit suffix for the JSON keys (flops_per_s or bytes_per_s)."""
         ok = self.stable(k, rel_tol)
         why = None
         if not self.warmed_up:
@@ -72,8 +73,8 @@ class Repeated:
             why = (f"the best {k} of {len(self.rounds)} rounds differ by {self.spread(k):.0%} "
                    f"(> {rel_tol:.0%}): the machine is busy or throttling; the best round is "
                    "kept, treat it as a lower bound")
-        return {"rate": self.best_rate, "median_round_rate": self.median_rate,
-                "round_rates": self.rates, "rounds": len(self.rounds),
+        return {f"best_round_{unit}": self.best_rate, f"median_round_{unit}": self.median_rate,
+                f"round_{unit}": self.rates, "rounds": len(self.rounds),
                 "spread": self.spread(), "spread_best_rounds": self.spread(k),
                 "rel_tol": rel_tol, "stable": ok, "unstable_reason": why,
                 "warmup_s": self.warmup_s, "load_average": self.load_average,
