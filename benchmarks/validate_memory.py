@@ -18,7 +18,8 @@ declared out of memory. Nothing here is tuned per row.
 Changed after the first look at validation errors, and said so: the two 2025 H200 rows read
 34 % high; that torchtitan version compiles the loss under --training.compile
 (torchtitan components/loss.py build_cross_entropy_loss), which the 2024 tables' version did
-not, so those rows use the `compiled` loss kind (column loss_compiled). No constant changed.
+not, so those rows use the `fused` loss kind (a compiled cross-entropy: column loss_compiled).
+No constant changed.
 
 Run: PYTHONPATH=src python benchmarks/validate_memory.py [--json]
 """
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from training_runs import RUNS, mpt
 
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, train_memory
-from gpuplan.estimate.memory_behaviour import MemoryBehaviour, behaviour_for
+from gpuplan.estimate.memory_behaviour import BEHAVIOURS, MemoryBehaviour, behaviour_for
 from gpuplan.specs.catalog import get_device, get_model
 from gpuplan.specs.device import Device
 
@@ -55,7 +56,7 @@ FAMILY_BEHAVIOUR: dict[str, MemoryBehaviour] = {
     "bloom": behaviour_for("megatron"),
     "opt": behaviour_for("megatron"),
     # flash-attention's training code: flash_attn CrossEntropyLoss(inplace_backward=True)
-    "flashattn-train": behaviour_for(None, loss="fused"),
+    "flashattn-train": behaviour_for(None, loss="fused-inplace"),
 }
 """which stack each family of runs used (source: the family's code as cited in
 training_runs.py); families not listed: 'default' (PyTorch fp32 cross-entropy)"""
@@ -108,7 +109,7 @@ def peak_rows(fragmentation: float | None = None) -> list[PeakRow]:
                 global_batch=lb * dp,
                 virtual_stages=2 if row["schedule"] == "interleaved" else 1,
                 memory_behaviour=behaviour_for(
-                    "fsdp", **({"loss": "compiled"} if row["loss_compiled"] == "True" else {})))
+                    "fsdp", **({"loss": "fused"} if row["loss_compiled"] == "True" else {})))
             if fragmentation is not None:
                 cfg = replace(cfg, fragmentation=fragmentation)
             r = train_memory(m, d, cfg)
@@ -133,15 +134,25 @@ def _fit(run_id: str, split: str, m: Any, d: Device, cfg: TrainConfig) -> FitRow
     return FitRow(run_id, split, r.fits, r.total_bytes / 1e9, r.capacity_bytes / 1e9)
 
 
+def run_behaviour(run: Any) -> MemoryBehaviour:
+    """The run's framework profile when it names one (training_runs.TrainingRun.framework,
+    where present), else its family's stack (FAMILY_BEHAVIOUR), else 'default'."""
+    fw = getattr(run, "framework", "")
+    if fw in BEHAVIOURS:
+        return behaviour_for(fw)
+    return FAMILY_BEHAVIOUR.get(run.family, behaviour_for(None))
+
+
 def dev_runs() -> list[FitRow]:
-    """training_runs.RUNS: all ran; the project's development set (calibration)."""
+    """training_runs.RUNS: all ran. The project's development set is calibration; rows the
+    file marks as validation (TrainingRun.split, where present) stay validation."""
     rows = []
     for run in RUNS:
         if run.device.startswith("TPU"):
             continue  # no PyTorch caching allocator; XLA plans memory statically
-        b = FAMILY_BEHAVIOUR.get(run.family, behaviour_for(None))
-        cfg = TrainConfig(**{**run.train, "memory_behaviour": b})
-        rows.append(_fit(run.run_id, "calibration", run.model, get_device(run.device), cfg))
+        cfg = TrainConfig(**{**run.train, "memory_behaviour": run_behaviour(run)})
+        rows.append(_fit(run.run_id, getattr(run, "split", "calibration"), run.model,
+                         get_device(run.device), cfg))
     return rows
 
 
@@ -209,7 +220,11 @@ def summary(peaks: list[PeakRow], dev: list[FitRow], val: list[FitRow],
 
 
 def main(argv: list[str]) -> int:
-    peaks, dev, val, ooms = peak_rows(), dev_runs(), llmfoundry_h100_runs(), documented_ooms()
+    peaks, ran, ooms = peak_rows(), dev_runs(), documented_ooms()
+    seen = {r.run_id for r in ran}
+    ran += [r for r in llmfoundry_h100_runs() if r.run_id not in seen]
+    dev = [r for r in ran if r.split == "calibration"]
+    val = [r for r in ran if r.split == "validation"]
     s = summary(peaks, dev, val, ooms)
     s["reserved_overhead_calibrated"] = calibrate_overhead()
     if "--json" in argv:

@@ -27,12 +27,14 @@ def test_loss_buffers_exact():
     assert fp32.saved == n * 4 + t * 8 and fp32.transient == n * 8
     hf = loss_buffers(t, v, e, behaviour_for("hf"))
     assert hf.saved == fp32.saved + n * 2  # the 16-bit logits the output object keeps
-    fused = loss_buffers(t, v, e, behaviour_for("megatron"))
-    # 16-bit logits (gradient written in place) + fp32 log-sum-exp + labels; nothing on top
-    assert fused.saved == n * 2 + t * 4 + t * 8 and fused.transient == 0
-    compiled = loss_buffers(t, v, e, behaviour_for("fsdp", loss="compiled"))
-    # torch.compile'd loss: 16-bit logits + lse + labels kept, one 16-bit gradient in backward
-    assert compiled.saved == n * 2 + t * 4 + t * 8 and compiled.transient == n * 2
+    meg = loss_buffers(t, v, e, behaviour_for("megatron"))
+    # fp32 softmax kept (in place of the fp32 copy) + lse + labels; a 16-bit gradient cast
+    assert meg.saved == n * 4 + t * 4 + t * 8 and meg.transient == n * 2
+    fused = loss_buffers(t, v, e, behaviour_for("llm-foundry"))
+    # flash-attn CrossEntropyLoss: 16-bit logits + lse + labels kept; a 16-bit gradient
+    assert fused.saved == n * 2 + t * 4 + t * 8 and fused.transient == n * 2
+    inplace = loss_buffers(t, v, e, behaviour_for(None, loss="fused-inplace"))
+    assert inplace.saved == fused.saved and inplace.transient == 0
     chunked = loss_buffers(t, v, e, behaviour_for(None, loss="chunked", loss_chunk_tokens=100))
     assert chunked.transient == 100 * v * (2 + 12) and chunked.saved == t * 4 + t * 8
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from gpuplan.errors import UnknownNameError
 
-LossKind = Literal["fp32", "fused", "compiled", "chunked"]
+LossKind = Literal["fp32", "fused", "fused-inplace", "vocab-parallel", "chunked"]
 
 RESERVED_OVERHEAD = 0.13
 """PyTorch caching allocator, reserved over allocated on the dynamic memory at the peak. Named
@@ -33,11 +33,11 @@ class MemoryBehaviour:
     name: str
     loss: LossKind = "fp32"
     """fp32: logits upcast to fp32 and log_softmax kept (PyTorch cross_entropy on .float()
-    logits); fused: the loss kernel keeps the 16-bit logits and writes their gradient in place
-    (Megatron's fused vocab-parallel cross-entropy, flash-attn's CrossEntropyLoss with
-    inplace_backward); compiled: torch.compile'd cross-entropy (the fp32 upcast and
-    log-softmax fused: the 16-bit logits and the log-sum-exp kept, a 16-bit gradient made in
-    backward); chunked: logits made and consumed a chunk of tokens at a time"""
+    logits); fused: a fused kernel keeps the 16-bit logits and makes a 16-bit gradient
+    (flash-attn's CrossEntropyLoss, a torch.compile'd loss); fused-inplace: the same with the
+    gradient written over the logits (inplace_backward=True); vocab-parallel: Megatron's
+    cross-entropy on the fp32 upcast, softmax and gradient in place; chunked: logits made and
+    consumed a chunk of tokens at a time"""
     keeps_logits: bool = False
     """the 16-bit logits stay referenced through backward (HF returns them in its output)"""
     loss_chunk_tokens: int = 1024
@@ -77,12 +77,14 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "backward; FSDP2 prefetches one unit; reshard_after_forward=False with PP",)),
     "llm-foundry": MemoryBehaviour(
         name="llm-foundry", loss="fused", keeps_logits=True, fsdp_units_gathered=2,
-        sources=("llm-foundry MPT: loss_fn fused_crossentropy (flash-attn CrossEntropyLoss, "
-                 "inplace_backward); FSDP FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
+        sources=("llm-foundry MPTForCausalLM: loss_fn defaults to fused_crossentropy, "
+                 "flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index=-100) "
+                 "(inplace_backward off); Composer keeps the outputs (logits); FSDP "
+                 "FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
     "megatron": MemoryBehaviour(
-        name="megatron", loss="fused", keeps_logits=False,
-        sources=("Megatron-LM fused vocab-parallel cross-entropy (Shoeybi et al. 2019 §3: "
-                 "logits never gathered; gradient computed in place of the logits)",)),
+        name="megatron", loss="vocab-parallel", keeps_logits=False,
+        sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
+                 "2019 §3: logits never gathered; softmax and gradient in place)",)),
     "deepspeed": MemoryBehaviour(
         name="deepspeed", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         sources=("DeepSpeed ZeRO-3 prefetch (stage3_prefetch_bucket_size) of the next "

@@ -38,28 +38,36 @@ class LossBuffers:
 
 
 def loss_buffers(tokens: float, vocab_local: int, e: float, b: MemoryBehaviour) -> LossBuffers:
-    """Loss memory of `tokens` tokens over a (TP-local) vocabulary, by loss kind."""
+    """Loss memory of `tokens` tokens over a (TP-local) vocabulary, by loss kind: bytes per
+    logit kept from forward to backward, and allocated on top during the loss backward."""
     n = tokens * vocab_local
-    labels = tokens * INDEX
+    small = tokens * FP32 + tokens * INDEX  # per-token log-sum-exp (or loss) and the labels
     kept = n * e if b.keeps_logits else 0.0
+    if b.loss == "fused-inplace":
+        # flash-attn CrossEntropyLoss(inplace_backward=True): 16-bit logits and log-sum-exp
+        # kept; the gradient overwrites the logits
+        return LossBuffers(n * e + small, 0.0,
+                           "fused cross-entropy, in-place backward: 16-bit logits kept")
     if b.loss == "fused":
-        # the kernel keeps the 16-bit logits and the per-token log-sum-exp; the gradient is
-        # written into the logits' storage (flash-attn CrossEntropyLoss inplace_backward,
-        # Megatron fused vocab-parallel cross-entropy)
-        return LossBuffers(n * e + tokens * FP32 + labels, 0.0,
-                           "fused cross-entropy: 16-bit logits kept, gradient in place")
-    if b.loss == "compiled":
-        # Inductor fuses upcast, log-softmax and NLL: it keeps its 16-bit input and the
-        # log-sum-exp, and its backward writes one 16-bit gradient of the logits
-        return LossBuffers(n * e + tokens * FP32 + labels, n * e,
-                           "compiled cross-entropy: 16-bit logits and log-sum-exp kept; a "
-                           "16-bit gradient in backward")
+        # flash-attn CrossEntropyLoss (inplace_backward=False, its default) or a
+        # torch.compile'd cross-entropy (upcast, log-softmax and NLL fused by Inductor): the
+        # 16-bit logits and log-sum-exp kept; backward writes one 16-bit gradient
+        return LossBuffers(n * e + small, n * e,
+                           "fused cross-entropy: 16-bit logits kept, a 16-bit gradient in "
+                           "backward")
+    if b.loss == "vocab-parallel":
+        # Megatron _VocabParallelCrossEntropy on the fp32 upcast (fp16_lm_cross_entropy off,
+        # the default): max-subtraction, exp and softmax in place of the fp32 copy, which is
+        # kept; backward turns it into the gradient in place, then casts it to 16 bits
+        return LossBuffers(n * FP32 + small, n * e,
+                           "Megatron vocab-parallel cross-entropy: fp32 softmax kept, "
+                           "gradient in place, cast to 16 bits")
     if b.loss == "chunked":
         chunk = min(tokens, b.loss_chunk_tokens) * vocab_local
-        return LossBuffers(kept + tokens * FP32 + labels, chunk * (e + 3 * FP32),
+        return LossBuffers(kept + small, chunk * (e + 3 * FP32),
                            f"chunked cross-entropy: {b.loss_chunk_tokens} tokens of logits "
                            "at a time (fp32 upcast, log-softmax and its gradient)")
-    return LossBuffers(n * FP32 + kept + labels, n * FP32_LOSS_BACKWARD_BYTES,
+    return LossBuffers(n * FP32 + kept + tokens * INDEX, n * FP32_LOSS_BACKWARD_BYTES,
                        "fp32 cross-entropy: fp32 log-softmax kept; its backward holds two "
                        "more fp32 copies" + ("; 16-bit logits kept by the loop"
                                              if b.keeps_logits else ""))
