@@ -32,7 +32,7 @@ def _render(con: Console, r: dict[str, Any]) -> None:
              f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
     if not r["fits"]:
         mem = r["memory"]
-        con.print(f"{title}\nDOES NOT FIT: would need {units.format_bytes(mem['total_bytes'])}"
+        con.print(f"DOES NOT FIT: would need {units.format_bytes(mem['total_bytes'])}"
                   f" per GPU of {units.format_bytes(mem['capacity_bytes'])} usable; the speed "
                   f"below is what it would run at if it fit. Try `gpuplan memory ... --fix` or "
                   f"--search.")
