@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from training_runs import RUNS, mpt
 
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, train_memory
-from gpuplan.estimate.memory_behaviour import BEHAVIOURS, MemoryBehaviour, behaviour_for
 from gpuplan.specs.catalog import get_device, get_model
 from gpuplan.specs.device import Device
+from gpuplan.specs.memory_behaviour import BEHAVIOURS, MemoryBehaviour, behaviour_for
 
 DATA = Path(__file__).parent / "data"
 GiB = 2**30

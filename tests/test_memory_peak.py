@@ -12,9 +12,9 @@ import pytest
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.memory import TrainConfig, train_memory
-from gpuplan.estimate.memory_behaviour import BEHAVIOURS, behaviour_for
 from gpuplan.estimate.memory_peak import loss_buffers
 from gpuplan.specs import get_device, get_model
+from gpuplan.specs.memory_behaviour import BEHAVIOURS, behaviour_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 

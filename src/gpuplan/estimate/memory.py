@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
 from gpuplan.estimate.memory_peak import (
     LossBuffers,
     fsdp_buffers,
@@ -38,6 +37,7 @@ from gpuplan.ops.transformer import (
     local_sizes,
 )
 from gpuplan.specs.device import Device
+from gpuplan.specs.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
 from gpuplan.specs.model import ModelSpec
 
 
@@ -67,7 +67,7 @@ OFFLOAD_BUCKET_ELEMENTS = 500_000_000
 pass through this GPU bucket on their way to the CPU"""
 FRAGMENTATION = RESERVED_OVERHEAD
 """share of dynamic memory (activations + buffers) the caching allocator reserves on top of
-what is allocated (estimate.memory_behaviour.RESERVED_OVERHEAD: named, calibrated)"""
+what is allocated (specs.memory_behaviour.RESERVED_OVERHEAD: named, calibrated)"""
 
 
 @dataclass(frozen=True)

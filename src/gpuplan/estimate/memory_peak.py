@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.estimate.memory_behaviour import MemoryBehaviour
 from gpuplan.ops.blocks import FP32, INDEX
 from gpuplan.ops.op import OpList
+from gpuplan.specs.memory_behaviour import MemoryBehaviour
 
 FP32_LOSS_BACKWARD_BYTES = 2 * FP32
 """per logit, on top of the kept fp32 log-softmax output: the dense fp32 gradient that NLL's

@@ -1,4 +1,5 @@
-"""What a training stack does with memory: the few choices that move the peak, per framework.
+"""What a training stack does with memory: the few choices that move the peak, per framework
+(a description, so it lives in specs: TrainConfig can carry it).
 
 A small pure record, so the framework profiles (`--framework`, the step-time side) can carry
 it: how the loss is computed (fp32 logits, fused in-place cross-entropy, chunked), what the
