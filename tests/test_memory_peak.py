@@ -93,12 +93,13 @@ def test_interleaved_pipeline_holds_megatrons_warm_up_capped_by_the_micro_batche
     """Narayanan et al. 2021 §2.2: stage 0 of an interleaved schedule warms up with
     2(p - 1) + (v - 1)p chunks of 1/v stage, i.e. p + (p - 1)/v micro-batches' worth; it
     cannot hold more micro-batches than the step has."""
-    from gpuplan.estimate.memory import in_flight
+    from gpuplan.estimate.memory import Layout, in_flight
 
     cfg = TrainConfig(micro_batch=1, seq_len=2048, pp=4, virtual_stages=2, dp=1,
                       global_batch=16)
-    assert in_flight(cfg, 0) == 4 + 3 / 2  # 5.5
-    assert in_flight(cfg, 3) == 1 * (1 + 3 / 8)
+    assert in_flight(Layout.of(cfg), 0) == 4 + 3 / 2  # 5.5
+    assert in_flight(Layout.of(cfg), 3) == 1 * (1 + 3 / 8)
     few = replace(cfg, global_batch=2)
-    assert in_flight(few, 0) == 2.0  # only two micro-batches exist
-    assert in_flight(replace(cfg, virtual_stages=1), 0) == 4.0  # 1F1B: pp - stage
+    assert in_flight(Layout.of(few), 0) == 2.0  # only two micro-batches exist
+    one_f_one_b = replace(cfg, virtual_stages=1)
+    assert in_flight(Layout.of(one_f_one_b), 0) == 4.0  # 1F1B: pp - stage
