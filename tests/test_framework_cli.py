@@ -95,7 +95,6 @@ def test_memory_framework_sets_fused_kernels_and_names_the_profile(capsys):
     # logits): model states equal, activations within a few bytes per token, "other" differs
     for key in ("weights", "gradients", "optimizer"):
         assert mega["per_gpu"][key] == fused["per_gpu"][key]
-    assert mega["per_gpu"]["activations"] <= fused["per_gpu"]["activations"]
     assert abs(mega["per_gpu"]["activations"] - fused["per_gpu"]["activations"]) < 4096 * 16
     assert mega["per_gpu"]["gradients"] != base["per_gpu"]["gradients"]
     assert mega["total_bytes"] != base["total_bytes"]
