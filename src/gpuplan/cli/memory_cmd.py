@@ -10,6 +10,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import (
     AttentionChoice,
     FsdpChoice,
@@ -107,6 +108,7 @@ def _bar_chart(r: dict[str, Any], path: Path) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def memory(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         mode: Annotated[Mode, typer.Option("--mode")] = Mode.train,
@@ -157,6 +159,7 @@ def register(app: typer.Typer) -> None:
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
@@ -204,3 +207,7 @@ def register(app: typer.Typer) -> None:
             _bar_chart(r, plot)
             r["plot"] = str(plot)
         emit(r, as_json, lambda con: _render(con, r, r.get("fix")))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "memory", r, ctx, as_json)

@@ -33,7 +33,8 @@ def _render(con: Console, r: dict[str, Any], title: str) -> None:
 
 
 def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_json: bool,
-               efficiency: Efficiency | None = None, profile: dict[str, Any] | None = None) -> None:
+               efficiency: Efficiency | None = None, profile: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
     from gpuplan.estimate.search import result_json, search
 
     res = search(m, cluster, cfg, top=top, efficiency=efficiency)
@@ -44,3 +45,4 @@ def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_js
     title = f"{m.name} on {cluster.gpus} x {cluster.device.name}, seq {cfg.seq_len}, " \
             f"global batch {cfg.global_batch or cluster.gpus * cfg.micro_batch}"
     emit(r, as_json, lambda con: _render(con, r, title))
+    return r

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import (
     AttentionChoice,
     FsdpChoice,
@@ -78,6 +79,7 @@ def _render(con: Console, r: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
         gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
@@ -120,6 +122,7 @@ def register(app: typer.Typer) -> None:
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
@@ -153,7 +156,11 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
-            run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            if html is not None:
+                from gpuplan.cli.html_opt import write
+
+                write(html, "train", found, ctx, as_json)
             return
         res = step_time(m, cluster, cfg, efficiency=eff, overlap=not no_overlap)
         r: dict[str, Any] = {"model": m.name, "device": d.name, **res.to_json(),
@@ -173,3 +180,7 @@ def register(app: typer.Typer) -> None:
             r["scaling"] = scaling_curve(m, cluster, base, gpus, overlap=not no_overlap,
                                          efficiency=eff)
         emit(r, as_json, lambda con: _render(con, r))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "train", r, ctx, as_json)
