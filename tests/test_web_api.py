@@ -13,13 +13,13 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
-from fastapi.testclient import TestClient  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gpuplan.cli.main import get_app  # noqa: E402
-from gpuplan.web.app import NOT_SERVED, create_app  # noqa: E402
-from gpuplan.web.commands import api_params, command_params, registered_commands  # noqa: E402
+from gpuplan.cli.main import get_app
+from gpuplan.web.app import NOT_SERVED, create_app
+from gpuplan.web.commands import api_params, command_params, registered_commands
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 LLAMA_CONFIG = {  # a small Llama-architecture config.json (HF LlamaConfig field names)

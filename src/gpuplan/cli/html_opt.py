@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 
 
-
 def _check(path: Path | None) -> Path | None:
     """Refuse a path that cannot be written before any work is done."""
     if path is not None:

@@ -73,6 +73,9 @@ def _train(r: dict[str, Any]) -> list[Chart]:
         gpus = [float(p["gpus"]) for p in scaling]
         ideal = [scaling[0]["tokens_per_s"] * g / gpus[0] for g in gpus]
         t = "scaling: tokens/s against GPUs (data parallel, per-GPU batch fixed)"
+        misses = [str(p["gpus"]) for p in r["scaling"] if not p.get("tokens_per_s")]
+        if misses:
+            t += f"; does not fit on {', '.join(misses)} GPU(s)"
         out.append((t, svg.curves([("estimated", gpus, [p["tokens_per_s"] for p in scaling]),
                                    ("linear", gpus, ideal)], t, "GPUs", "tokens / s",
                                   lambda v: f"{v:,.0f}", testid="chart-scaling")))

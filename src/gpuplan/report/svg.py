@@ -127,8 +127,8 @@ def roofline(roofs: Sequence[tuple[str, float]], bandwidth: float,
         body.append(f'<polyline fill="none" stroke="{PALETTE[i % len(PALETTE)]}" '
                     f'stroke-width="2" points="{fx(x_lo):.1f},{fy(bandwidth * x_lo):.1f} '
                     f'{fx(ridge):.1f},{fy(pk):.1f} {fx(x_hi):.1f},{fy(pk):.1f}"/>')
-        body.append(_text(box[2] - 4, fy(pk) - 4, f"{label} {fmt_y(pk)} (ridge {ridge:.3g})",
-                          9, "end", PALETTE[i % len(PALETTE)]))
+        body.append(_text(box[0] + 150 * i, box[3] + 44, f"— {label} {fmt_y(pk)}, ridge "
+                          f"{ridge:.3g}", 9, fill=PALETTE[i % len(PALETTE)]))
     colour = {"compute": "#f28e2b", "memory": "#17becf"}
     ranked = sorted(pts, key=lambda p: -float(p["share"]))  # type: ignore[arg-type]
     for j, p in enumerate(ranked):
@@ -142,9 +142,9 @@ def roofline(roofs: Sequence[tuple[str, float]], bandwidth: float,
             dy = 12 + 10 * (j // 2) if j % 2 else -(4 + 10 * (j // 2))
             body.append(_text(x - r - 2, y + dy, str(p["name"]).removeprefix("layers."), 8,
                               "end"))
-    body.append(_text(box[0], box[3] + 44, "points: ops (area ~ share of time); orange "
+    body.append(_text(box[0], box[3] + 58, "points: ops (area ~ share of time); orange "
                       "compute-bound, teal memory-bound", 9))
-    return _svg(box[3] + 52, body, title, testid)
+    return _svg(box[3] + 66, body, title, testid)
 
 
 def curves(series: Sequence[tuple[str, Sequence[float], Sequence[float]]], title: str,

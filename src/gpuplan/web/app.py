@@ -47,8 +47,9 @@ def _routes(app: FastAPI, cli: typer.Typer, name: str, params: list[Param],
 
     doc = (cli_doc := registered_commands(cli)[name].__doc__ or "").strip().splitlines()
     summary = doc[0] if doc else name
-    bad = {422: {"description": "bad input: {'error': one line, 'field': the field at fault}"},
-           503: {"description": "busy, or over the time limit"}}
+    bad: dict[int | str, dict[str, Any]] = {
+        422: {"description": "bad input: {'error': one line, 'field': the field at fault}"},
+        503: {"description": "busy, or over the time limit"}}
     app.add_api_route(f"/api/{name}", api, methods=["POST"], summary=summary,
                       description=f"Exactly `gpuplan {name} ... --json`. {cli_doc.strip()}",
                       responses=bad, tags=["commands"], operation_id=f"api_{name}")

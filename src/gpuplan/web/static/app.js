@@ -101,7 +101,10 @@ async function update() {
       rt.textContent = fmtSeconds(result.total_time_s);
       show($("chart-roofline"), charts);
     }
-    if (n === "train") { showTrain(result); show($("chart-train"), charts); }
+    if (n === "train") {  // its memory chart repeats the memory card's (same layout)
+      showTrain(result);
+      show($("chart-train"), charts.filter((c) => !c.svg.includes('data-testid="chart-memory"')));
+    }
     if (n === "serve") show($("chart-serve"), charts);
     if (n === "cost") show($("chart-cost"), charts);
   });
