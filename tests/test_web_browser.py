@@ -147,7 +147,10 @@ def test_page_shows_the_api_and_cli_totals(server: str, browser: object,
     if shot:
         page.fill("[data-testid=batch]", "8")
         page.select_option("[data-testid=mode]", "train")
-        shown_bytes(page, api(server, "memory", body)["total_bytes"])
+        page.select_option("[data-testid=model]", "llama-3.2-3b")
+        page.select_option("[data-testid=zero]", "1")
+        small = {**body, "model": "llama-3.2-3b", "zero": 1}
+        shown_bytes(page, api(server, "memory", small)["total_bytes"])
         page.wait_for_selector("[data-testid=status][data-state=ready]")
         page.screenshot(path=shot, full_page=True)
     assert all(u.startswith(server) or u.startswith("data:") for u in requests), requests
