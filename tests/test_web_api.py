@@ -271,3 +271,16 @@ def test_fuzzed_bodies_never_get_a_5xx(client: TestClient, body: dict) -> None:
     body.setdefault("model", "gpt2")
     r = client.post("/api/memory", json=body)
     assert r.status_code < 500, (body, r.text[:300])
+
+
+def test_gpuplan_web_defaults_to_loopback_and_refuses_a_busy_port() -> None:
+    web = {p.field: p for p in command_params(registered_commands(get_app())["web"])}
+    assert web["host"].default == "127.0.0.1" and web["port"].default == 8765
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", "web", "--port", str(port)],
+                           capture_output=True, text=True, timeout=60,
+                           env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--port" in p.stderr
