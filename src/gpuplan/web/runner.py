@@ -3,12 +3,16 @@
 The body becomes the CLI's argument list and goes through the same typer app as a shell
 command, with `--json`; what the command prints is parsed back. User errors become `ApiError`
 naming the API field. Calls run one at a time (the estimators are CPU-bound and the command
-prints to the process's stdout) and each gets at most `timeout_s` of wall time.
+prints to the process's stdout) and each gets at most `timeout_s` of wall time: past it the
+client gets a 503 and the calculation is stopped (an exception raised in its thread at the next
+Python instruction, CPython's PyThreadState_SetAsyncExc), so one runaway request cannot hold
+the server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import json
 import re
@@ -25,6 +29,18 @@ from gpuplan.errors import GpuplanError
 from gpuplan.web.commands import Param
 
 _LOCK = threading.Lock()
+
+
+class CalculationStopped(BaseException):
+    """Raised inside a calculation's thread when it ran past its time limit."""
+
+
+def _stop(thread: threading.Thread, grace_s: float = 2.0) -> None:
+    """Raise CalculationStopped in `thread` (between two Python instructions) and wait."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(CalculationStopped))
+    thread.join(grace_s)
 
 
 class ApiError(Exception):
@@ -116,6 +132,7 @@ def run_json(app: typer.Typer, command: str, params: list[Param], body: BaseMode
         worker.start()
         worker.join(timeout_s)
         if worker.is_alive():
+            _stop(worker)
             raise ApiError(503, None, f"{command}: took longer than the {timeout_s:g} s limit; "
                                       "ask for less (fewer GPUs to search, a smaller sweep)")
         e = out.get("error")
