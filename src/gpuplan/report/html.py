@@ -28,7 +28,8 @@ h1{font-size:1.4em}h2{font-size:1.1em;border-bottom:1px solid #ccc;padding-botto
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;
 font-size:.9em;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .chart{margin:1em 0}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.8em}
-.meta{color:#666;font-size:.85em}"""
+.meta{color:#666;font-size:.85em}.figs{display:flex;flex-wrap:wrap;gap:.5em}
+.fig{border:1px solid #ddd;padding:.3em .7em}.fig span{display:block;font-size:.75em;color:#666}"""
 
 
 def format_value(key: str, v: Any) -> str:
@@ -43,17 +44,35 @@ def format_value(key: str, v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:.6g}"
 
 
-def _rows(d: dict[str, Any], prefix: str = "", depth: int = 2) -> list[tuple[str, str]]:
+# Objects of the JSON contract (DESIGN.md) whose members are bare names of one unit.
+_MEMBER_UNIT = {"per_gpu": "_bytes", "other_items": "_bytes"}
+# The figures shown first when a result has them (contract keys of the commands).
+HEADLINE = ("fits", "total_bytes", "capacity_bytes", "max_batch", "step_time_s", "tokens_per_s",
+            "mfu", "total_time_s", "ttft_s", "tpot_s", "output_tokens_per_s",
+            "cost_per_million_tokens_usd", "cost_usd", "gpu_hours", "break_even_utilization")
+
+
+def _rows(d: dict[str, Any], prefix: str = "", depth: int = 2,
+          unit: str = "") -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for k, v in d.items():
         name = f"{prefix}{k}"
         if isinstance(v, dict) and depth > 0:
-            out += _rows(v, name + ".", depth - 1)
+            inner = _MEMBER_UNIT.get(str(k)) or next(
+                (u for u in ("_bytes", "_s", "_usd", "_flops") if str(k).endswith(u)), "")
+            out += _rows(v, name + ".", depth - 1, inner)
         elif isinstance(v, (dict, list)):
             continue
         else:
-            out.append((name, format_value(str(k), v)))
+            out.append((name, format_value(str(k) + unit, v)))
     return out
+
+
+def _headline(result: dict[str, Any]) -> str:
+    cells = "".join(f'<div class="fig"><span>{escape(k)}</span><b>'
+                    f"{escape(format_value(k, result[k]).split(' (')[0])}</b></div>"
+                    for k in HEADLINE if k in result and not isinstance(result[k], (dict, list)))
+    return f'<div class="figs" data-testid="headline">{cells}</div>' if cells else ""
 
 
 def _table(rows: Sequence[tuple[str, str]], testid: str) -> str:
@@ -95,15 +114,7 @@ def render_report(command: str, result: dict[str, Any], inputs: dict[str, Any] |
              f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1><p class=meta>gpuplan {escape(__version__)}, {when}. "
              "Units: SI (GB = 1e9 bytes); every estimate's assumptions are listed below.</p>"]
-    if inputs:
-        parts.append("<h2>Inputs</h2>" + _table(
-            [(k, "-" if v is None else str(getattr(v, "value", v))) for k, v in inputs.items()],
-            "inputs"))
-    numbers = {k: v for k, v in result.items() if k != "assumptions"}
-    parts.append("<h2>Numbers</h2>" + _table(_rows(numbers), "numbers"))
-    for k, v in result.items():
-        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k != "fix":
-            parts.append(f"<h3>{escape(k)}</h3>{_records(v)}")
+    parts.append(_headline(result))
     if charts:
         parts.append("<h2>Charts</h2>" + "".join(f'<div class="chart">{s}</div>'
                                                  for _, s in charts))
@@ -111,6 +122,15 @@ def render_report(command: str, result: dict[str, Any], inputs: dict[str, Any] |
     if adv:
         parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{escape(a)}</li>" for a in adv)
                      + "</ul>")
+    numbers = {k: v for k, v in result.items() if k != "assumptions"}
+    parts.append("<h2>Numbers</h2>" + _table(_rows(numbers), "numbers"))
+    for k, v in result.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k != "fix":
+            parts.append(f"<h3>{escape(k)}</h3>{_records(v)}")
+    if inputs:
+        parts.append("<h2>Inputs</h2>" + _table(
+            [(k, "-" if v is None else str(getattr(v, "value", v))) for k, v in inputs.items()],
+            "inputs"))
     if isinstance(result.get("assumptions"), dict):
         parts.append("<h2>Assumptions</h2>" + _table(_rows(result["assumptions"], depth=3),
                                                        "assumptions"))
