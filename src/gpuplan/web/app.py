@@ -84,11 +84,13 @@ def _handlers(app: FastAPI) -> None:
 
 
 def create_app(*, time_limit_s: float = 20.0, max_body_bytes: int = 256 * 1024,
-               max_depth: int = 32, allowed_hosts: list[str] | None = None) -> Any:
-    """The ASGI app (FastAPI inside the body/header guard)."""
-    from gpuplan.cli.main import get_app
+               max_depth: int = 32, allowed_hosts: list[str] | None = None,
+               cli: typer.Typer | None = None) -> Any:
+    """The ASGI app (FastAPI inside the body/header guard) over `cli` (default: gpuplan's)."""
+    if cli is None:
+        from gpuplan.cli.main import get_app
 
-    cli = get_app()
+        cli = get_app()
     app = FastAPI(title="gpuplan", version=__version__, docs_url=None, redoc_url=None,
                   description="The gpuplan CLI as a local JSON API: each `POST /api/<command>` "
                               "takes the command's options in snake_case and answers exactly "

@@ -31,7 +31,7 @@ class Param:
     name: str                      # the Python parameter name (the CLI function's keyword)
     field: str                     # the API field name (snake_case long option, or argument name)
     flag: str | None               # the long option ('--micro-batch'); None for a positional
-    kind: type                     # int, float, bool, str, an Enum subclass, or Path
+    kind: Any                      # int, float, bool, str, an Enum subclass, Path, list[...]
     optional: bool                 # None is allowed (the CLI's `X | None` options)
     required: bool
     default: Any
@@ -71,26 +71,41 @@ def command_params(fn: Callable[..., Any]) -> list[Param]:
             base, meta = hint, []
         if base is typer.Context:
             continue
-        info = next((m for m in meta if isinstance(m, (typer.models.OptionInfo,
-                                                      typer.models.ArgumentInfo))), None)
+        infos = (typer.models.OptionInfo, typer.models.ArgumentInfo)
+        info = next((m for m in meta if isinstance(m, infos)), None)
+        default = None if p.default is inspect.Parameter.empty else p.default
+        required = p.default is inspect.Parameter.empty
+        if isinstance(p.default, infos):  # the older style: x: int = typer.Option(1, "--x")
+            info = p.default
+            default = None if info.default is ... else info.default
+            required = info.default is ...
         kind, optional = _base_type(base)
         is_arg = isinstance(info, typer.models.ArgumentInfo)
         flag = None if is_arg else _long_flag(info, name)
-        default = None if p.default is inspect.Parameter.empty else p.default
         out.append(Param(
             name=name, field=name if flag is None else flag[2:].replace("-", "_"), flag=flag,
-            kind=kind, optional=optional, required=p.default is inspect.Parameter.empty,
+            kind=kind, optional=optional, required=required,
             default=default.value if isinstance(default, Enum) else default,
             minimum=getattr(info, "min", None), maximum=getattr(info, "max", None),
             help=getattr(info, "help", None)))
     return out
 
 
+def element(kind: Any) -> tuple[Any, bool]:
+    """(the element type, whether the option repeats: `list[X]`)."""
+    if typing.get_origin(kind) in (list, tuple, set, frozenset):
+        args = typing.get_args(kind)
+        return (args[0] if args else str), True
+    return kind, False
+
+
 def api_params(fn: Callable[..., Any]) -> list[Param]:
     """The parameters the API accepts: not the output switches, not file paths."""
-    return [p for p in command_params(fn)
-            if p.flag not in _HIDDEN_FLAGS and not (isinstance(p.kind, type)
-                                                     and issubclass(p.kind, Path))]
+    def is_path(p: Param) -> bool:
+        k = element(p.kind)[0]
+        return isinstance(k, type) and issubclass(k, Path)
+
+    return [p for p in command_params(fn) if p.flag not in _HIDDEN_FLAGS and not is_path(p)]
 
 
 def registered_commands(app: typer.Typer) -> dict[str, Callable[..., Any]]:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
-from gpuplan.web.commands import Param
+from gpuplan.web.commands import Param, element
 
 INT_LIMIT = 2**31 - 1   # no count (GPUs, batch, tokens per sequence, layers...) is near this
 FLOAT_LIMIT = 1e18      # tokens to train on, dollars, GB/s: 1e18 is beyond any real value
@@ -45,8 +45,11 @@ class _Request(BaseModel):
         return self
 
 
+LIST_LIMIT = 64         # items of a repeated option
+
+
 def _annotation(p: Param) -> Any:
-    k = p.kind
+    k, repeated = element(p.kind)
     if isinstance(k, type) and issubclass(k, Enum):
         base: Any = k
     elif k is bool:
@@ -62,6 +65,8 @@ def _annotation(p: Param) -> Any:
     else:
         base = Annotated[str, Field(min_length=1, max_length=STR_LIMIT),
                          AfterValidator(_not_a_path)]
+    if repeated:
+        base = Annotated[list[base], Field(max_length=LIST_LIMIT)]  # type: ignore[valid-type]
     return base | None if p.optional else base
 
 

@@ -65,10 +65,12 @@ def to_argv(command: str, params: list[Param], body: BaseModel, model_path: str 
         if v is None:
             continue
         if p.flag is None:
-            positional.append(_value(v))
+            positional += [_value(x) for x in v] if isinstance(v, list) else [_value(v)]
         elif p.kind is bool:
             if v != bool(p.default):
                 argv.append(p.flag if v else "--no-" + p.flag[2:])
+        elif isinstance(v, list):  # a repeated option: --x=a --x=b
+            argv += [f"{p.flag}={_value(x)}" for x in v]
         else:
             argv.append(f"{p.flag}={_value(v)}")
     return [*argv, "--json", "--", *positional]
