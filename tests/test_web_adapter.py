@@ -13,10 +13,10 @@ import typer
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from gpuplan.errors import InputError  # noqa: E402
-from gpuplan.web.app import create_app  # noqa: E402
+from gpuplan.errors import InputError
+from gpuplan.web.app import create_app
 
 
 class Goal(str, Enum):

@@ -263,8 +263,9 @@ def test_security_headers_no_cdn_and_loopback_hosts() -> None:
     assert evil.get("/").status_code == 400  # DNS rebinding: a foreign Host is refused
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-                       | st.text(max_size=12), lambda c: st.lists(c, max_size=3)
+FINITE = st.floats(allow_nan=False, allow_infinity=False)  # NaN/Infinity: tested raw above
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | FINITE | st.text(max_size=12),
+                       lambda c: st.lists(c, max_size=3)
                        | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=6)
 
 
