@@ -76,6 +76,11 @@ def api(url: str, command: str, body: dict) -> dict:
         return json.loads(r.read())  # type: ignore[no-any-return]
 
 
+def api_commands(url: str) -> set[str]:
+    with urllib.request.urlopen(f"{url}/api/commands", timeout=30) as r:
+        return set(json.loads(r.read())["commands"])
+
+
 def cli(*args: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *args, "--json"], env=ENV,
                          capture_output=True, text=True, check=True)
@@ -135,6 +140,9 @@ def test_page_shows_the_api_and_cli_totals(server: str, browser: object,
                        "--batch", "8", "--context", "8192")["total_bytes"]
     assert shown_bytes(page, want) == want
     assert not page.locator("[data-testid=micro-batch]").is_visible()
+    served = api_commands(server)
+    for box in ("serve", "cost"):  # a chart whose endpoint is absent is hidden
+        assert page.locator(f"#chart-{box}").is_visible() == (box in served)
     page.screenshot(path=str(tmp_path / "web-infer.png"), full_page=True)
     print(f"screenshots in {tmp_path}")
 
@@ -186,3 +194,44 @@ def test_html_report_opens_offline_with_a_chart(browser: object, tmp_path: Path)
     assert page.locator("circle").count() > 5  # the model's ops on the roofline
     assert "Assumptions" in page.text_content("body")
     ctx.close()
+
+
+def test_a_new_endpoint_shows_its_box(browser: object) -> None:
+    """A `cost` command registered later appears on the page with its contract keys."""
+    import threading
+
+    import typer
+    import uvicorn
+
+    from gpuplan.cli import catalog_cmds, memory_cmd, roofline_cmd, train_cmd
+    from gpuplan.web.app import create_app
+
+    cli_app = typer.Typer()
+    for mod in (catalog_cmds, memory_cmd, roofline_cmd, train_cmd):
+        mod.register(cli_app)
+
+    @cli_app.command()
+    def cost(gpu: str, gpus: int = typer.Option(1, "--gpus", min=1),
+             as_json: bool = typer.Option(False, "--json")) -> None:
+        print(json.dumps({"gpu": gpu, "buy": {"total_usd": 1000.0 * gpus},
+                          "rent": {"total_usd": 1500.0 * gpus}, "break_even_utilization": 0.4}))
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(cli=cli_app), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=60_000)
+        page.fill("[data-testid=gpus]", "4")
+        page.wait_for_function("() => document.querySelector('[data-testid=buy-total-usd]')"
+                               "?.dataset.value === '4000'", timeout=30_000)
+        assert page.locator("#chart-cost").is_visible()
+        assert not page.locator("#chart-serve").is_visible()
+    finally:
+        server.should_exit = True
+        thread.join(10)

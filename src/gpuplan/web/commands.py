@@ -50,7 +50,8 @@ def _base_type(hint: Any) -> tuple[Any, bool]:
 
 
 def _long_flag(info: Any, name: str) -> str:
-    decls = [info.default] if isinstance(info.default, str) else []
+    default = getattr(info, "default", None)
+    decls = [default] if isinstance(default, str) else []
     decls += list(getattr(info, "param_decls", None) or ())
     for d in decls:
         for part in str(d).split("/"):
@@ -80,7 +81,8 @@ def command_params(fn: Callable[..., Any]) -> list[Param]:
             default = None if info.default is ... else info.default
             required = info.default is ...
         kind, optional = _base_type(base)
-        is_arg = isinstance(info, typer.models.ArgumentInfo)
+        # a bare parameter: typer makes it an argument without a default, else an option
+        is_arg = isinstance(info, typer.models.ArgumentInfo) or (info is None and required)
         flag = None if is_arg else _long_flag(info, name)
         out.append(Param(
             name=name, field=name if flag is None else flag[2:].replace("-", "_"), flag=flag,

@@ -48,6 +48,7 @@ function requests() {
       memory: {...base, mode: "train", ...t, dp: Math.max(1, Math.floor(int("gpus") / tp))},
       roofline: {...base, batch: t.micro_batch, seq_len: t.seq_len, phase: "train"},
       train: {...base, ...t, gpus: int("gpus"), scaling: true},
+      cost: {gpu: base.gpu, gpus: int("gpus")},
     };
   }
   const i = {batch: int("batch"), context: int("context"), weight_dtype: $("weight-dtype").value,
@@ -62,6 +63,34 @@ function requests() {
 
 function show(box, charts) {
   box.innerHTML = charts.map((c) => c.svg).join("");  // server-built SVG, every text escaped
+}
+
+// Contract keys (DESIGN.md) shown for commands whose charts may not exist yet.
+const SERVE_KEYS = ["ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s",
+                    "cost_per_million_tokens_usd", "compute_bound_batch"];
+const COST_KEYS = ["buy.total_usd", "rent.total_usd", "break_even_utilization"];
+
+function fmtKey(k, v) {
+  if (typeof v !== "number") return String(v);
+  if (k.endsWith("_usd")) return `$${v.toLocaleString("en-US", {maximumFractionDigits: 2})}`;
+  if (k.endsWith("_s") && !k.endsWith("per_s")) return fmtSeconds(v);
+  return sig(v);
+}
+
+function showOther(box, result, charts, keys) {
+  const rows = keys.map((k) => [k, k.split(".").reduce((o, p) => (o == null ? o : o[p]), result)])
+    .filter(([, v]) => v !== undefined && v !== null);
+  box.innerHTML = "";
+  const dl = document.createElement("dl");
+  for (const [k, v] of rows) {
+    const dt = document.createElement("dt"), dd = document.createElement("dd");
+    dt.textContent = k; dd.textContent = fmtKey(k, v); dd.dataset.value = String(v);
+    dd.dataset.testid = k.replaceAll(".", "-").replaceAll("_", "-");
+    dl.append(dt, dd);
+  }
+  box.append(dl);
+  box.insertAdjacentHTML("beforeend", charts.map((c) => c.svg).join(""));
+  box.hidden = rows.length === 0 && charts.length === 0;
 }
 
 function showMemory(r) {
@@ -105,8 +134,8 @@ async function update() {
       showTrain(result);
       show($("chart-train"), charts.filter((c) => !c.svg.includes('data-testid="chart-memory"')));
     }
-    if (n === "serve") show($("chart-serve"), charts);
-    if (n === "cost") show($("chart-cost"), charts);
+    if (n === "serve") showOther($("chart-serve"), result, charts, SERVE_KEYS);
+    if (n === "cost") showOther($("chart-cost"), result, charts, COST_KEYS);
   });
   const err = $("error");
   err.hidden = errors.length === 0;
