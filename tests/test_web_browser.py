@@ -22,6 +22,7 @@ if not os.path.exists(CHROMIUM):
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
 pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ENV = {**os.environ, "PYTHONPATH": str(SRC)}
