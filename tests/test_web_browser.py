@@ -147,6 +147,14 @@ def test_page_shows_the_api_and_cli_totals(server: str, browser: object,
     page.screenshot(path=str(tmp_path / "web-infer.png"), full_page=True)
     print(f"screenshots in {tmp_path}")
 
+    # the report to send to a colleague: one file, the page's total in it
+    with page.expect_download() as dl:
+        page.click("[data-testid=download]")
+    saved = tmp_path / "report.html"
+    dl.value.save_as(saved)
+    text = saved.read_text()
+    assert f'&quot;total_bytes&quot;: {want},' in text and "<svg" in text
+
     # a bad value shows the API's one-line error, naming the field
     page.fill("[data-testid=batch]", "-1")
     page.wait_for_selector("[data-testid=error]:not([hidden])", timeout=30_000)

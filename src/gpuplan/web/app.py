@@ -1,6 +1,7 @@
 """The FastAPI app: `POST /api/<command>` for each CLI command, generated from the command
 itself (see commands.py, requests.py, runner.py); `POST /view/<command>` adds the charts the
-HTML reports draw; the page at `/` with its assets from the package (no CDN).
+HTML reports draw; `POST /report/<command>` answers the HTML report itself; the page at `/`
+with its assets from the package (no CDN).
 
 Commands not served: `bench` (it measures the serving machine for minutes), `profile` (it runs a
 script from a path), `web` itself. Every other registered command appears, so commands added
@@ -14,7 +15,7 @@ from typing import Any
 import typer
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -22,6 +23,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from gpuplan import __version__
 from gpuplan.report.charts import charts_for
+from gpuplan.report.html import render_report
 from gpuplan.web.commands import Param, api_params, registered_commands
 from gpuplan.web.limits import Guard
 from gpuplan.web.requests import request_model
@@ -45,6 +47,12 @@ def _routes(app: FastAPI, cli: typer.Typer, name: str, params: list[Param],
         charts = [{"title": t, "svg": s} for t, s in charts_for(name, r)]
         return JSONResponse({"result": r, "charts": charts})
 
+    def report(body: model) -> HTMLResponse:  # type: ignore[valid-type]
+        r = run_json(cli, name, params, body, time_limit_s)
+        inputs = body.model_dump(exclude_none=True, exclude={"config"})  # type: ignore[attr-defined]
+        return HTMLResponse(render_report(name, r, inputs), headers={
+            "content-disposition": f'attachment; filename="gpuplan-{name}.html"'})
+
     doc = (cli_doc := registered_commands(cli)[name].__doc__ or "").strip().splitlines()
     summary = doc[0] if doc else name
     bad: dict[int | str, dict[str, Any]] = {
@@ -53,6 +61,9 @@ def _routes(app: FastAPI, cli: typer.Typer, name: str, params: list[Param],
     app.add_api_route(f"/api/{name}", api, methods=["POST"], summary=summary,
                       description=f"Exactly `gpuplan {name} ... --json`. {cli_doc.strip()}",
                       responses=bad, tags=["commands"], operation_id=f"api_{name}")
+    app.add_api_route(f"/report/{name}", report, methods=["POST"], response_class=HTMLResponse,
+                      summary=f"{summary} (self-contained HTML report)", responses=bad,
+                      tags=["page"], operation_id=f"report_{name}")
     app.add_api_route(f"/view/{name}", view, methods=["POST"], summary=f"{summary} (+ charts)",
                       description="{'result': the /api answer, 'charts': [{title, svg}]}",
                       responses=bad, tags=["page"], operation_id=f"view_{name}")

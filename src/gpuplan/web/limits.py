@@ -84,7 +84,7 @@ class Guard:
     """Wraps the app: limits on POST bodies under `prefixes`; security headers on everything."""
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_depth: int,
-                 prefixes: tuple[str, ...] = ("/api/", "/view/")) -> None:
+                 prefixes: tuple[str, ...] = ("/api/", "/view/", "/report/")) -> None:
         self.app, self.max_body, self.max_depth, self.prefixes = app, max_body_bytes, max_depth, \
             prefixes
 

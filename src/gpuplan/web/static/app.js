@@ -179,6 +179,20 @@ async function upload(ev) {
   later();
 }
 
+async function download() {
+  const reqs = requests();
+  const name = $("mode").value === "train" && "train" in served ? "train" : "memory";
+  const r = await fetch(`/report/${name}`, {method: "POST", body: JSON.stringify(pick(name, reqs[name])),
+                                           headers: {"content-type": "application/json"}});
+  if (!r.ok) { $("error").hidden = false; $("error").textContent = (await r.json()).error; return; }
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(await r.blob());
+  a.download = `gpuplan-${name}.html`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
 async function start() {
   served = (await (await fetch("/api/commands")).json()).commands;
   for (const box of document.querySelectorAll("[data-endpoint]")) box.hidden = !(box.dataset.endpoint in served);
@@ -195,6 +209,7 @@ async function start() {
     $("config-clear").hidden = true; $("model").disabled = false; later();
   });
   $("controls").addEventListener("submit", (e) => e.preventDefault());
+  $("download").addEventListener("click", download);
   await update();
 }
 
