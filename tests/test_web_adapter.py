@@ -29,7 +29,9 @@ def new_cli() -> typer.Typer:
 
     @app.command()
     def advise(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset")],
+        micro_batch: Annotated[int, typer.Option("--micro-batch", "--batch", "-b", min=1)] = 1,
         goal: Annotated[Goal, typer.Option("--goal")] = Goal.pretrain,
         budget: Annotated[float | None, typer.Option("--budget-usd", min=0)] = None,
         gpus: Annotated[list[int] | None, typer.Option("--gpus", min=1)] = None,
@@ -40,8 +42,11 @@ def new_cli() -> typer.Typer:
         """Rank devices for a goal."""
         if model == "nope":
             raise InputError("model", model, "a preset")
+        given = sorted(k for k in ctx.params
+                       if ctx.get_parameter_source(k).name == "COMMANDLINE")
         print(json.dumps({"model": model, "goal": goal.value, "budget_usd": budget,
-                          "gpus": gpus, "quick": quick, "json": as_json}))
+                          "gpus": gpus, "quick": quick, "json": as_json,
+                          "micro_batch": micro_batch, "given": given}))
 
     @app.command()
     def cost(gpu: str = typer.Argument(..., help="device"),  # the older typer style
@@ -62,7 +67,10 @@ def test_a_new_command_gets_an_endpoint_and_an_exact_schema(client: TestClient) 
     assert set(client.get("/api/commands").json()["commands"]) == {"advise", "cost"}
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     props = schemas["AdviseRequest"]["properties"]
-    assert set(props) == {"model", "config", "goal", "budget_usd", "gpus", "quick"}  # no path
+    assert set(props) == {"model", "config", "micro_batch", "goal", "budget_usd", "gpus",
+                          "quick"}  # no path
+    assert "'batch'" in props["micro_batch"]["description"]  # the alias is documented
+    assert "batch" in client.get("/api/commands").json()["commands"]["advise"]["fields"]
     assert schemas["Goal"]["enum"] == ["pretrain", "serve"]
     gpus = props["gpus"]["anyOf"][0]
     assert gpus["type"] == "array" and gpus["items"]["minimum"] == 1
@@ -77,7 +85,11 @@ def test_the_body_becomes_the_command_arguments(client: TestClient) -> None:
                                          "gpus": [8, 16], "quick": True})
     assert r.status_code == 200, r.text
     assert r.json() == {"model": "-h", "goal": "serve", "budget_usd": 1e6, "gpus": [8, 16],
-                        "quick": True, "json": True}  # '-h' stays a value, not the help flag
+                        "quick": True, "json": True, "micro_batch": 1,  # '-h': a value
+                        "given": ["as_json", "budget", "goal", "gpus", "model", "quick"]}
+    # only what the body gave reaches the command as given; an alias is the same option
+    r = client.post("/api/advise", json={"model": "x", "batch": 4}).json()
+    assert r["micro_batch"] == 4 and r["given"] == ["as_json", "micro_batch", "model"]
     assert client.post("/api/cost", json={"gpu": "h100"}).json() == {"gpu": "h100",
                                                                     "years": 3.0}
 

@@ -113,7 +113,7 @@ def create_app(*, time_limit_s: float = 20.0, max_body_bytes: int = 256 * 1024,
         params = api_params(fn)
         model = request_model(name, params)
         _routes(app, cli, name, params, model, time_limit_s)
-        served[name] = list(model.model_fields)
+        served[name] = [*model.model_fields, *(a for p in params for a in p.aliases)]
 
     @app.get("/api/commands", tags=["page"], summary="the served commands and their fields")
     def commands() -> dict[str, Any]:

@@ -38,6 +38,7 @@ class Param:
     minimum: float | None
     maximum: float | None
     help: str | None
+    aliases: tuple[str, ...] = ()  # further long names of the option ('--batch' -> 'batch')
 
 
 def _base_type(hint: Any) -> tuple[Any, bool]:
@@ -49,15 +50,13 @@ def _base_type(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-def _long_flag(info: Any, name: str) -> str:
+def _long_flags(info: Any, name: str) -> list[str]:
+    """Every long name of an option, the first one first ('--micro-batch', '--batch')."""
     default = getattr(info, "default", None)
     decls = [default] if isinstance(default, str) else []
     decls += list(getattr(info, "param_decls", None) or ())
-    for d in decls:
-        for part in str(d).split("/"):
-            if part.startswith("--"):
-                return part
-    return "--" + name.replace("_", "-")
+    flags = [part for d in decls for part in str(d).split("/") if part.startswith("--")]
+    return flags or ["--" + name.replace("_", "-")]
 
 
 def command_params(fn: Callable[..., Any]) -> list[Param]:
@@ -83,13 +82,15 @@ def command_params(fn: Callable[..., Any]) -> list[Param]:
         kind, optional = _base_type(base)
         # a bare parameter: typer makes it an argument without a default, else an option
         is_arg = isinstance(info, typer.models.ArgumentInfo) or (info is None and required)
-        flag = None if is_arg else _long_flag(info, name)
+        flags = [] if is_arg else _long_flags(info, name)
+        flag = flags[0] if flags else None
         out.append(Param(
             name=name, field=name if flag is None else flag[2:].replace("-", "_"), flag=flag,
             kind=kind, optional=optional, required=required,
             default=default.value if isinstance(default, Enum) else default,
             minimum=getattr(info, "min", None), maximum=getattr(info, "max", None),
-            help=getattr(info, "help", None)))
+            help=getattr(info, "help", None),
+            aliases=tuple(f[2:].replace("-", "_") for f in flags[1:] if not f.startswith("--no-"))))
     return out
 
 

@@ -13,7 +13,15 @@ import re
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    model_validator,
+)
 
 from gpuplan.web.commands import Param, element
 
@@ -72,7 +80,8 @@ def _annotation(p: Param) -> Any:
 
 def _describe(p: Param) -> str:
     cli = p.flag or f"the {p.name.upper()} argument"
-    return f"{p.help + ' ' if p.help else ''}(CLI: {cli})"
+    also = f"; also accepted as {', '.join(repr(a) for a in p.aliases)}" if p.aliases else ""
+    return f"{p.help + ' ' if p.help else ''}(CLI: {cli}{also})"
 
 
 def request_model(command: str, params: list[Param]) -> type[BaseModel]:
@@ -87,6 +96,7 @@ def request_model(command: str, params: list[Param]) -> type[BaseModel]:
                 "the contents of a Hugging Face config.json, as a JSON object")))
             continue
         default = ... if p.required else p.default
-        fields[p.field] = (ann, Field(default, description=_describe(p)))
+        alias = AliasChoices(p.field, *p.aliases) if p.aliases else None
+        fields[p.field] = (ann, Field(default, description=_describe(p), validation_alias=alias))
     name = "".join(w.capitalize() for w in re.split(r"[-_]", command)) + "Request"
     return create_model(name, __base__=_Request, **fields)

@@ -58,11 +58,14 @@ def _value(v: Any) -> str:
 
 
 def to_argv(command: str, params: list[Param], body: BaseModel, model_path: str | None) -> list[str]:
-    """The CLI's argument list for a request (options as --name=value, positionals after --)."""
+    """The CLI's argument list for a request: the options the body gave (the CLI applies its
+    own defaults to the rest, and knows which were given), as --name=value; positionals after
+    `--`."""
     argv, positional = [command], []
+    given = body.model_fields_set
     for p in params:
         v = model_path if (p.field == "model" and model_path) else getattr(body, p.field)
-        if v is None:
+        if v is None or (p.flag is not None and p.field not in given):
             continue
         if p.flag is None:
             positional += [_value(x) for x in v] if isinstance(v, list) else [_value(v)]
