@@ -47,6 +47,7 @@ def get_app() -> typer.Typer:
 
 
 def _register() -> None:
+    import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import (
         bench_cmd,
         catalog_cmds,
@@ -63,6 +64,7 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    profile_cmd.register(app)
     web_cmd.register(app)
 
 
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; turn user errors into one line and exit code 2."""
     get_app()
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
         print(f"gpuplan: error: {e}", file=sys.stderr)
         return 2
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
