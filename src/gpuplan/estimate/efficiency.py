@@ -130,6 +130,15 @@ class Efficiency:
         }
 
 
+CPU_ATTENTION_CEILING = 1.0
+"""On a CPU, fused attention (PyTorch's CPU flash-attention kernel, ATen
+native/cpu/FlashAttentionKernel.cpp) runs its QKᵀ and PV blocks through the same BLAS GEMM
+as a plain matmul, with the scores of a block held in cache: it reaches the matmul rate (a
+mechanism, not a fit; `gpuplan bench` measures it as attention_flops_per_s)."""
+CPU_ATTENTION_SOURCE = ("attention kernels at the matmul rate (CPU flash attention = blocked "
+                        "BLAS GEMMs, scores in cache)")
+
+
 def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficiency:
     """Documented priors for a device (see module docstring): its measured ceilings from the
     device file, else the median of measured devices."""
@@ -142,6 +151,8 @@ def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficie
            f"matmul ceiling {DEFAULT_CEILING:.0%} = median of measured devices (no measurement "
            f"for {device.name})")
     attn, attn_src = attention_ceiling(device, attention_kernel)
+    if device.kind == "cpu":
+        attn, attn_src = CPU_ATTENTION_CEILING, CPU_ATTENTION_SOURCE
     src += (f"; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; "
             f"{attn_src}")
     return Efficiency(matmul_ceiling=bf16 if bf16 is not None else DEFAULT_CEILING,
@@ -206,6 +217,9 @@ def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
                 for dt, v in flops.items() if dt in DTYPES}
     bw = _positive("memory_bw_bytes_per_s", profile.get("memory_bw_bytes_per_s"))
     measured["memory"] = bw
+    if profile.get("attention_flops_per_s"):  # fused attention, measured by `gpuplan bench`
+        measured["attention"] = _positive("attention_flops_per_s",
+                                          profile["attention_flops_per_s"])
     launch = profile.get("launch_overhead_s")
     base = base or default_efficiency(device)
     rates = ", ".join(f"{dt} {v / 1e12:.3g} TFLOP/s" for dt, v in measured.items()

@@ -75,7 +75,9 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     if op.kind in MATMUL_KINDS:
         peak = eff.measured.get(op.dtype) or device.matmul_peak(op.dtype)
         share = 1.0 if op.dtype in eff.measured else eff.matmul_share(op)
-        if op.kind == "attention":
+        if op.kind == "attention" and "attention" in eff.measured:  # measured fused kernel
+            peak, share = eff.measured["attention"], 1.0
+        elif op.kind == "attention":
             share = min(share, eff.attention_ceiling)
         share *= eff.end_to_end
     else:

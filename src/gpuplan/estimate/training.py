@@ -65,7 +65,8 @@ from gpuplan.units import DTYPE_BYTES
 
 @dataclass
 class StepResult:
-    """One training step; times in seconds. `fits` False means not timed (None fields)."""
+    """One training step; times in seconds. `fits` is the memory verdict; the step is timed
+    either way (a layout that does not fit still gets its speed)."""
 
     fits: bool
     memory: MemoryResult
@@ -294,9 +295,6 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                      peak_flops_per_s=device.matmul_peak(dtype if dtype != "fp8" else "bf16"))
     model_fwd = flops_summary(m, cfg.micro_batch, cfg.seq_len)["forward_flops"]
     res.model_flops_per_step = 3 * model_fwd * gb / cfg.micro_batch
-    if not mem.fits:
-        res.assumptions = {"note": "does not fit in memory: not timed"}
-        return res
     impl = train_impl(cfg, device.kind)
     prof = timing_profile(m, cfg, impl, device, eff)
     calls: list[dict[str, Any]] = []
@@ -355,6 +353,10 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.hardware_flops_per_step = prof.hw_flops * n_micro * cfg.dp * cfg.tp * cfg.cp
     res.collectives = calls
     res.assumptions = _assumptions(cfg, cluster, eff, overlap, dtype)
+    if not mem.fits:
+        res.assumptions["memory_verdict"] = (
+            f"does not fit: would need {mem.total_bytes / 1e9:.1f} GB of "
+            f"{mem.capacity_bytes / 1e9:.1f} GB usable; timed as if it fit")
     return res
 
 

@@ -80,7 +80,8 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     if topo is not None:
         node_default = topo.devices_per_node if topo.kind == "pairs" else topo.scale_up_domain
     per_node = gpus_per_node or node_default
-    per_node = min(per_node, gpus) if gpus_per_node is None else per_node
+    # a job smaller than a node uses `gpus` of that node's GPUs (one node, all on its links)
+    per_node = min(per_node, gpus)
     if gpus % per_node and gpus > per_node:
         raise InputError("gpus", gpus, f"a multiple of gpus-per-node ({per_node})")
     if device.scale_up is not None:
