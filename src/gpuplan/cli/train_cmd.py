@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
         fw = get_framework(framework)
-        cfg = fw.apply(train_job(dict(locals()), dp, d.kind))
+        cfg = fw.apply(train_job(dict(locals()), dp, d.kind), named=framework is not None)
         eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Literal
 
 from gpuplan.errors import InputError, UnknownNameError
+from gpuplan.specs.memory_behaviour import behaviour_for
 from gpuplan.specs.workload import TrainConfig
 
 if sys.version_info >= (3, 11):
@@ -45,11 +46,13 @@ class Framework:
     """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
     a whole block ahead (FSDP prefetch)"""
 
-    def apply(self, cfg: TrainConfig) -> TrainConfig:
+    def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
-        fp32 gradients when the stack keeps them (Megatron main_grad)."""
+        fp32 gradients when the stack keeps them (Megatron main_grad); when the user named the
+        stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator)."""
         grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
-        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad)
+        mem = behaviour_for(self.name) if named else cfg.memory_behaviour
+        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
