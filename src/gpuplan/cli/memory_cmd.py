@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
@@ -45,6 +46,7 @@ from gpuplan.report.output import emit
 def register(app: typer.Typer) -> None:
     @app.command()
     def memory(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         mode: Annotated[Mode, typer.Option("--mode")] = Mode.train,
@@ -85,6 +87,7 @@ def register(app: typer.Typer) -> None:
             "--framework", help="train: stack profile (megatron, fsdp, deepspeed, llm-foundry, "
             "hf) setting fused kernels and the gradient dtype")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
@@ -133,3 +136,7 @@ def register(app: typer.Typer) -> None:
             bar_chart(r, plot)
             r["plot"] = str(plot)
         emit(r, as_json, lambda con: render_memory(con, r, r.get("fix")))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "memory", r, ctx, as_json)

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
@@ -42,6 +43,7 @@ from gpuplan.report.train import render_train
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
         gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
@@ -90,6 +92,7 @@ def register(app: typer.Typer) -> None:
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
             "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
@@ -118,10 +121,18 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
-            run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            if html is not None:
+                from gpuplan.cli.html_opt import write
+
+                write(html, "train", found, ctx, as_json)
             return
         res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
                              efficiency=eff, scaling=scaling, profile=prof)
         res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "train", r, ctx, as_json)
