@@ -10,6 +10,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, memory_rules
 from gpuplan.cli.options import (
     AttentionChoice,
     FsdpChoice,
@@ -21,7 +22,16 @@ from gpuplan.cli.options import (
 )
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
+from gpuplan.report.files import PLOT_SUFFIXES, output_path, write_atomic
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import (
+    MAX_BATCH,
+    MAX_CONTEXT_GB,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    MAX_SEQ,
+    MAX_VIRTUAL_STAGES,
+)
 
 
 def _gb(n: float) -> str:
@@ -100,32 +110,39 @@ def _bar_chart(r: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{r['model']} {r['mode']} on {r['device']}", fontsize=9)
     ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        write_atomic("--plot", path, fig.savefig)
+    finally:
+        plt.close(fig)
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def memory(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         mode: Annotated[Mode, typer.Option("--mode")] = Mode.train,
-        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1)] = 1,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1)] = 2048,
-        global_batch: Annotated[int | None, typer.Option("--global-batch", min=1)] = None,
+        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1, max=MAX_BATCH)] = 1,
+        seq_len: Annotated[int | None, typer.Option(
+            "--seq-len", "-s", min=1, max=MAX_SEQ, help="default 2048, or the model's positions "
+                                                       "if fewer")] = None,
+        global_batch: Annotated[int | None, typer.Option(
+            "--global-batch", min=1, max=MAX_GLOBAL_BATCH)] = None,
         precision: Annotated[PrecisionChoice, typer.Option("--precision")] =
         PrecisionChoice.bf16_mixed,
         optimizer: Annotated[OptimizerChoice, typer.Option("--optimizer")] =
         OptimizerChoice.adamw,
         zero: Annotated[int, typer.Option("--zero", min=0, max=3)] = 0,
         fsdp: Annotated[FsdpChoice, typer.Option("--fsdp")] = FsdpChoice.none,
-        dp: Annotated[int, typer.Option("--dp", min=1)] = 1,
-        tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
-        pp: Annotated[int, typer.Option("--pp", min=1)] = 1,
-        cp: Annotated[int, typer.Option("--cp", min=1)] = 1,
-        ep: Annotated[int, typer.Option("--ep", min=1)] = 1,
+        dp: Annotated[int, typer.Option("--dp", min=1, max=MAX_GPUS)] = 1,
+        tp: Annotated[int, typer.Option("--tp", min=1, max=MAX_GPUS)] = 1,
+        pp: Annotated[int, typer.Option("--pp", min=1, max=MAX_GPUS)] = 1,
+        cp: Annotated[int, typer.Option("--cp", min=1, max=MAX_GPUS)] = 1,
+        ep: Annotated[int, typer.Option("--ep", min=1, max=MAX_GPUS)] = 1,
         sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel")] = False,
-        virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
+        virtual_stages: Annotated[int, typer.Option(
+            "--virtual-stages", min=1, max=MAX_VIRTUAL_STAGES)] = 1,
         recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
         RecomputeChoice.none,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] =
@@ -139,19 +156,23 @@ def register(app: typer.Typer) -> None:
         no_dropout: Annotated[bool, typer.Option("--no-dropout")] = False,
         target: Annotated[str, typer.Option(
             "--target", help="whose kernels: auto (the device's), cpu or cuda")] = "auto",
-        batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="infer: sequences")] = 1,
-        context: Annotated[int, typer.Option("--context", min=1, help="infer: tokens each")] =
-        4096,
+        batch: Annotated[int, typer.Option(
+            "--batch", "-b", min=1, max=MAX_BATCH, help="infer: sequences")] = 1,
+        context: Annotated[int | None, typer.Option(
+            "--context", min=1, max=MAX_SEQ, help="infer: tokens each (default 4096, or the "
+                                                  "model's positions if fewer)")] = None,
         weight_dtype: Annotated[StoreDtype, typer.Option("--weight-dtype")] = StoreDtype.bf16,
         kv_dtype: Annotated[StoreDtype, typer.Option("--kv-dtype")] = StoreDtype.bf16,
         block_size: Annotated[int | None, typer.Option(
-            "--block-size", min=1, help="paged KV block size (tokens)")] = None,
+            "--block-size", min=1, max=MAX_SEQ, help="paged KV block size (tokens)")] = None,
         margin: Annotated[float, typer.Option(
-            "--margin", min=0.0, max=0.9, help="infer: memory kept free for max_batch")] = 0.10,
+            "--margin", min=0.0, max=0.9, callback=finite(0.0, 0.9),
+            help="infer: memory kept free for max_batch")] = 0.10,
         context_overhead_gb: Annotated[float, typer.Option(
-            "--cuda-context-gb", min=0.0, help="CUDA context + workspaces, GB")] = 0.537,
+            "--cuda-context-gb", min=0.0, callback=finite(0.0, MAX_CONTEXT_GB),
+            help="CUDA context + workspaces, GB")] = 0.537,
         fragmentation: Annotated[float | None, typer.Option(
-            "--fragmentation", min=0.0, max=0.9,
+            "--fragmentation", min=0.0, max=0.9, callback=finite(0.0, 0.9),
             help="allocator fragmentation share (default 0.10 train, 0.05 infer)")] = None,
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
@@ -167,7 +188,11 @@ def register(app: typer.Typer) -> None:
 
         if target not in ("auto", "cpu", "cuda"):
             raise InputError("--target", target, "auto, cpu or cuda")
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len, context = default_len(m, seq_len, 2048), default_len(m, context, 4096)
+        memory_rules(ctx, m, d, mode, locals())
         ctx_bytes = int(context_overhead_gb * 1e9) if d.kind != "cpu" else 0
         if mode is Mode.train:
             cfg = TrainConfig(

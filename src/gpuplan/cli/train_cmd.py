@@ -9,6 +9,7 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, train_rules
 from gpuplan.cli.options import (
     AttentionChoice,
     FsdpChoice,
@@ -19,6 +20,17 @@ from gpuplan.cli.options import (
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import (
+    MAX_BATCH,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    MAX_LINK_GB_PER_S,
+    MAX_SEQ,
+    MAX_TOKENS,
+    MAX_TOP,
+    MAX_USD_PER_GPU_HOUR,
+    MAX_VIRTUAL_STAGES,
+)
 
 
 def _pct(x: float | None) -> str:
@@ -78,26 +90,31 @@ def _render(con: Console, r: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
-        gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1)] = None,
+        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1, max=MAX_GPUS)] = 8,
+        gpus_per_node: Annotated[int | None, typer.Option(
+            "--gpus-per-node", min=1, max=MAX_GPUS)] = None,
         scale_up_gbps: Annotated[float | None, typer.Option(
-            "--scale-up-gbps", min=0.001, help="GPU-GPU link in a node, GB/s per direction")] =
-        None,
+            "--scale-up-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="GPU-GPU link in a node, GB/s per direction")] = None,
         scale_out_gbps: Annotated[float | None, typer.Option(
-            "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
-        dp: Annotated[int | None, typer.Option("--dp", min=1, help="default: the rest")] = None,
-        tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
-        pp: Annotated[int, typer.Option("--pp", min=1)] = 1,
-        cp: Annotated[int, typer.Option("--cp", min=1)] = 1,
-        ep: Annotated[int, typer.Option("--ep", min=1)] = 1,
+            "--scale-out-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="network per GPU, GB/s per direction")] = None,
+        dp: Annotated[int | None, typer.Option(
+            "--dp", min=1, max=MAX_GPUS, help="default: the rest")] = None,
+        tp: Annotated[int, typer.Option("--tp", min=1, max=MAX_GPUS)] = 1,
+        pp: Annotated[int, typer.Option("--pp", min=1, max=MAX_GPUS)] = 1,
+        cp: Annotated[int, typer.Option("--cp", min=1, max=MAX_GPUS)] = 1,
+        ep: Annotated[int, typer.Option("--ep", min=1, max=MAX_GPUS)] = 1,
         zero: Annotated[int, typer.Option("--zero", min=0, max=3)] = 1,
         fsdp: Annotated[FsdpChoice, typer.Option("--fsdp")] = FsdpChoice.none,
         recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
         RecomputeChoice.none,
         sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel")] = False,
-        virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
+        virtual_stages: Annotated[int, typer.Option(
+            "--virtual-stages", min=1, max=MAX_VIRTUAL_STAGES)] = 1,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] =
         AttentionChoice.flash,
         fused: Annotated[bool, typer.Option(
@@ -106,19 +123,24 @@ def register(app: typer.Typer) -> None:
         PrecisionChoice.bf16_mixed,
         optimizer: Annotated[OptimizerChoice, typer.Option("--optimizer")] =
         OptimizerChoice.adamw,
-        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1)] = 1,
-        global_batch: Annotated[int | None, typer.Option("--global-batch", min=1)] = None,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1)] = 4096,
+        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1, max=MAX_BATCH)] = 1,
+        global_batch: Annotated[int | None, typer.Option(
+            "--global-batch", min=1, max=MAX_GLOBAL_BATCH)] = None,
+        seq_len: Annotated[int | None, typer.Option(
+            "--seq-len", "-s", min=1, max=MAX_SEQ, help="default 4096, or the model's positions "
+                                                       "if fewer")] = None,
         tokens: Annotated[float | None, typer.Option(
-            "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
+            "--tokens", min=1, callback=finite(1, MAX_TOKENS),
+            help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
-            "--usd-per-gpu-hour", min=0, help="override the catalog's cloud price")] = None,
+            "--usd-per-gpu-hour", min=0, callback=finite(0, MAX_USD_PER_GPU_HOUR),
+            help="override the catalog's cloud price")] = None,
         no_overlap: Annotated[bool, typer.Option("--no-overlap")] = False,
         scaling: Annotated[bool, typer.Option("--scaling", help="1, 2, 4 ... --gpus GPUs")] =
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
-        top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_TOP)] = 10,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
@@ -130,6 +152,8 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.cluster import default_cluster
 
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, 4096)
+        train_rules(ctx, m, d, locals())
         cluster = default_cluster(d, gpus, gpus_per_node,
                                   scale_up_gbps * 1e9 if scale_up_gbps else None,
                                   scale_out_gbps * 1e9 if scale_out_gbps else None)
