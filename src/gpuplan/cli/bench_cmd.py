@@ -84,6 +84,12 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             plot = output_path("--plot", plot, PLOT_SUFFIXES)
         dev = resolve_device(device)
+        if "collectives" in sections and nproc is not None and not under_torchrun():
+            from gpuplan.measure.machine import torch_module
+            from gpuplan.measure.safety import check_nproc
+
+            gpus = torch_module().cuda.device_count() if dev == "cuda" else 0
+            check_nproc(nproc, dev, gpus, force)  # before any section runs
         rank = int(os.environ.get("RANK", "0"))
         if under_torchrun():
             sections = ("collectives",)  # every rank joins; only rank 0 reports

@@ -115,6 +115,9 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
                               "the search chooses the layout and times one step")
     elif given(ctx, "top"):
         raise InputError("--top", o["top"], "only with --search (rows of the ranking)")
+    if o["scaling"] and o["ep"] > 1:
+        raise limits.ConflictError("--ep", "--scaling", "the curve starts at one GPU, where "
+                                   "expert parallelism has no data-parallel ranks to span")
     gpus = o["gpus"]
     if o["gpus_per_node"] is not None:
         limits.check_gpus_per_node(o["gpus_per_node"], gpus)

@@ -37,7 +37,14 @@ app = typer.Typer(
 )
 
 
+_REGISTERED: list[bool] = []
+
+
 def _register() -> None:
+    """Add the commands once (main() may be called many times in one process)."""
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
     from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
 
     catalog_cmds.register(app)

@@ -16,7 +16,7 @@ from pathlib import Path
 from gpuplan.errors import GpuplanError, UnknownNameError
 from gpuplan.specs.device import Device
 from gpuplan.specs.device_file import load_device_file
-from gpuplan.specs.files import is_dir, is_file, shown, user_path
+from gpuplan.specs.files import exists, is_dir, is_file, shown, user_path
 from gpuplan.specs.hf_config import load_hf_config
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.model_file import load_model_file
@@ -149,7 +149,8 @@ def get_model(name: str) -> ModelSpec:
         return load_hf_config(path / "config.json")
     if name.endswith(".json") or is_file(path):
         if not is_file(path):
-            raise GpuplanError(f"model: config file {shown(name)} does not exist")
+            what = "is not a regular file" if exists(path) else "does not exist"
+            raise GpuplanError(f"model: config file {shown(name)} {what}")
         return load_hf_config(path)
     spec = _builtin_models().get(normalize(name))
     if spec is None:

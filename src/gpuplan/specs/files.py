@@ -68,7 +68,7 @@ def read_text(path: Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
         with path.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except FileNotFoundError:
-        raise GpuplanError(f"{where} does not exist") from None
+        raise GpuplanError(f"{where}: cannot read (the file does not exist)") from None
     except (OSError, ValueError) as e:
         reason = getattr(e, "strerror", None) or str(e)
         raise GpuplanError(f"{where}: cannot read ({reason})") from None

@@ -538,5 +538,5 @@ def _name_for(path: Path) -> str:
 
 def load_hf_config(path: Path) -> ModelSpec:
     """Read a Hugging Face config.json and convert it (see `spec_from_hf_dict`)."""
-    cfg = load_json(path, "config.json")
+    cfg = load_json(path, "model config.json")
     return spec_from_hf_dict(cfg, _name_for(path), origin=str(path))

@@ -58,6 +58,11 @@ def validate_profile(data: Any, origin: str) -> dict[str, Any]:
     """The profile as a dict whose used fields are checked (one GpuplanError otherwise)."""
     if not isinstance(data, dict):
         raise GpuplanError(f"{origin}: holds no JSON object (write one with `gpuplan bench`)")
+    missing = [k for k in ("device", "date", "matmul_flops_per_s", "memory_bw_bytes_per_s")
+               if k not in data]
+    if missing:
+        raise GpuplanError(f"{origin}: lacks {', '.join(missing)}; write one with "
+                           "`gpuplan bench`")
     try:
         ProfileFile.model_validate(data)
     except ValidationError as e:
