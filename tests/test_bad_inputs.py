@@ -355,7 +355,8 @@ def test_gpuplan_devices_missing_path(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 PROFILE = {"device": "test cpu", "date": "2026-11-30",
-           "matmul_flops_per_s": {"fp32": 123456789.0}, "memory_bw_bytes_per_s": 987654321.0, "launch_overhead_s": 5e-6,
+           "matmul_flops_per_s": {"fp32": 123456789.0}, "memory_bw_bytes_per_s": 987654321.0,
+           "launch_overhead_s": 5e-6,
            "identity": {"kind": "cpu", "name": "test cpu", "host": "h"}}
 PROFILES: dict[str, str | bytes] = {
     "binary": b"\x00\xff" * 50,

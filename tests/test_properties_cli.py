@@ -36,9 +36,9 @@ def _bad_numbers(x: Any, path: str = "") -> list[tuple[str, Any]]:
         return [b for k, v in x.items() for b in _bad_numbers(v, f"{path}.{k}")]
     if isinstance(x, (list, tuple)):
         return [b for i, v in enumerate(x) for b in _bad_numbers(v, f"{path}[{i}]")]
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        if not math.isfinite(x) or (x < 0 and path.rsplit(".", 1)[-1] not in SIGNED):
-            return [(path, x)]
+    number = isinstance(x, (int, float)) and not isinstance(x, bool)
+    if number and (not math.isfinite(x) or (x < 0 and path.rsplit(".", 1)[-1] not in SIGNED)):
+        return [(path, x)]
     return []
 
 
