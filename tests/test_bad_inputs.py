@@ -123,7 +123,7 @@ CROSS = [  # cross-field rules (issue 15's list and the like), with the option t
     (["train", "llama-3-8b", "--gpus", "8", "--micro-batch", "3", "--global-batch", "16"],
      "--global-batch"),
     (["memory", "llama-3-8b", "--dp", "4", "--micro-batch", "3", "--global-batch", "16"],
-     "global_batch"),
+     "--global-batch"),
     (["memory", "gpt2", "--mode", "infer", "--micro-batch", "4"], "--micro-batch"),
     (["memory", "gpt2", "--mode", "infer", "--precision", "fp32"], "--precision"),
     (["memory", "gpt2", "--batch", "4"], "--batch"),

@@ -96,6 +96,8 @@ def memory_rules(ctx: typer.Context, m: ModelSpec, d: Device, mode: Any,
     if mode == "train":
         train_options(ctx, m, d, {k: _value(opts[k]) for k in (
             "fsdp", "zero", "precision", "seq_len", "tp", "pp", "ep", "virtual_stages", "cp")})
+        if opts["global_batch"] is not None:
+            limits.check_global_batch(opts["global_batch"], opts["micro_batch"], opts["dp"])
     else:
         positions(m, opts["context"], "--context")
         model_layout(m, tp=opts["tp"])
