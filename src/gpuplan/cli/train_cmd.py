@@ -25,9 +25,9 @@ from gpuplan.specs.limits import (
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
     MAX_LINK_GB_PER_S,
+    MAX_SEARCH_TOP,
     MAX_SEQ,
     MAX_TOKENS,
-    MAX_TOP,
     MAX_USD_PER_GPU_HOUR,
     MAX_VIRTUAL_STAGES,
 )
@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
-        top: Annotated[int, typer.Option("--top", min=1, max=MAX_TOP)] = 10,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_SEARCH_TOP)] = 10,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:

@@ -40,7 +40,9 @@ MAX_LINK_GB_PER_S = 1e6
 """GB/s per GPU per direction: 1 PB/s, ~1000x NVLink 5 (900 GB/s)"""
 MAX_CONTEXT_GB = 1e4
 MAX_TOP = 10**4
-"""rows asked for in a ranked list"""
+"""rows asked for in a printed list"""
+MAX_SEARCH_TOP = 1000
+"""layouts the search re-times with the reference step model (a few ms each)"""
 
 _LAYER_FIELDS = frozenset({"num_layers", "num_hidden_layers", "n_layer", "first_dense_layers",
                            "first_k_dense_replace", "max_window_layers"})
