@@ -163,7 +163,7 @@ VALID_EXTREMES = [
     ["train", "llama-3.1-405b", "--gpus", "16", "--micro-batch", "16777216"],
     ["train", "mixtral-8x7b", "--gpus", "64", "--ep", "8"],
     ["train", "llama-3-8b", "--gpus", "1024", "--scaling"],
-    ["train", "gpt2", "--gpus", "64", "--search", "--top", "1000"],
+    ["train", "gpt2", "--gpus", "64", "--search", "--top", "100"],
     ["roofline", "llama-3-8b", "--batch", "16777216", "--seq-len", "8192", "--top", "10000"],
     ["roofline", "gpt2", "--phase", "decode", "--batch", "1", "--seq-len", "1"],
     ["roofline", "gpt2", "--compare-attention", "--fused", "--ideal"],
