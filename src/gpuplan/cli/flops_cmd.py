@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
             "--batch", "-b", min=1, max=MAX_BATCH, help="sequences")] = 1,
         seq_len: Annotated[int | None, typer.Option(
             "--seq-len", "-s", min=1, max=MAX_SEQ,
-            help="tokens each (default 2048, or the model's positions if fewer)")] = None,
+            help="tokens each (default 4096, or the model's positions if fewer)")] = None,
         causal: Annotated[bool, typer.Option(
             "--causal", help="count only the unmasked half of causal attention scores")] = False,
         as_json: JsonOpt = False,
@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import get_model
 
         m = get_model(model)
-        seq_len = default_len(m, seq_len, 2048)
+        seq_len = default_len(m, seq_len, 4096)
         positions(m, seq_len, "--seq-len")
         r = flops_summary(m, batch, seq_len, causal)
         emit(r, as_json, lambda con: _render(con, r))

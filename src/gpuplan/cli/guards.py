@@ -76,10 +76,9 @@ def train_options(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, A
         raise InputError("--cp", opts["cp"], f"a divisor of --seq-len ({opts['seq_len']})")
 
 
-TRAIN_ONLY = ("micro_batch", "seq_len", "global_batch", "precision", "optimizer", "zero", "fsdp",
-              "dp", "pp", "cp", "ep", "sequence_parallel", "virtual_stages", "recompute",
-              "attention", "fused", "grad_fp32", "offload_optimizer", "no_dropout", "target")
-INFER_ONLY = ("batch", "context", "weight_dtype", "kv_dtype", "block_size", "margin")
+INFER_ONLY = ("weight_dtype", "kv_dtype", "block_size", "margin")
+"""options `memory --mode train` would ignore (the training-only options in inference are
+refused by specs.workload.refuse_train_only)"""
 
 
 def _value(v: Any) -> Any:
@@ -90,16 +89,15 @@ def memory_rules(ctx: typer.Context, m: ModelSpec, d: Device, mode: Any,
                  opts: dict[str, Any]) -> None:
     """`gpuplan memory`: options of the other mode are refused, then the mode's rules."""
     mode = _value(mode)
-    other = INFER_ONLY if mode == "train" else TRAIN_ONLY
-    limits.check_not_with(f"--mode {mode}", given(ctx, *other),
-                          f"it applies to --mode {'infer' if mode == 'train' else 'train'}")
     if mode == "train":
+        limits.check_not_with("--mode train", given(ctx, *INFER_ONLY),
+                              "it applies to --mode infer")
         train_options(ctx, m, d, {k: _value(opts[k]) for k in (
             "fsdp", "zero", "precision", "seq_len", "tp", "pp", "ep", "virtual_stages", "cp")})
         if opts["global_batch"] is not None:
             limits.check_global_batch(opts["global_batch"], opts["micro_batch"], opts["dp"])
     else:
-        positions(m, opts["context"], "--context")
+        positions(m, opts["seq_len"], "--seq-len")
         model_layout(m, tp=opts["tp"])
 
 

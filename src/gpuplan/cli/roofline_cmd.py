@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         batch: Annotated[int, typer.Option("--batch", "-b", min=1, max=MAX_BATCH)] = 1,
         seq_len: Annotated[int | None, typer.Option(
             "--seq-len", "-s", min=1, max=MAX_SEQ,
-            help="tokens per sequence (decode: cached context; default 2048, or the model's "
+            help="tokens per sequence (decode: cached context; default 4096, or the model's "
                  "positions if fewer)")] = None,
         phase: Annotated[PhaseChoice, typer.Option("--phase")] = PhaseChoice.train,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] = AttentionChoice.flash,
@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
-        seq_len = default_len(m, seq_len, 2048)
+        seq_len = default_len(m, seq_len, 4096)
         positions(m, seq_len, "--seq-len")
         precision(d, dtype.value, "--dtype")
         impl = Impl(attention=attention.value, dtype="bf16" if dtype.value == "fp8" else

@@ -12,7 +12,7 @@ from gpuplan.report.files import write_atomic
 from gpuplan.specs.device import Device
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     try:
         import matplotlib
 
@@ -30,7 +30,7 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
                                               "memory-bound op")) -> Path:
     """points: dicts with name, intensity (FLOP/B), attained (FLOP/s), share (0..1) and
     optionally label (the annotation; default 'name (share)')."""
-    plt = _pyplot()
+    plt = pyplot()
     bw = bandwidth or device.mem_bw_bytes_per_s
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
     lo = 0.01
