@@ -45,6 +45,7 @@ def _register() -> None:
     if _REGISTERED:
         return
     _REGISTERED.append(True)
+    import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
 
     catalog_cmds.register(app)
@@ -53,6 +54,7 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    profile_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     try:
-        app(args=args, standalone_mode=False)
+        rc = app(args=args, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
         if debug:
             traceback.print_exc()
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"internal error in `{_command(args)}`: {type(e).__name__}: {e}. This is "
                      "a bug: please report it with the command line (rerun with --debug or "
                      "GPUPLAN_DEBUG=1 for the traceback)", 1)
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
