@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, memory_rules
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
@@ -39,8 +40,11 @@ from gpuplan.cli.job_opts import (
 )
 from gpuplan.cli.options import Mode, StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.memory import bar_chart, render_memory
 from gpuplan.report.output import emit
+from gpuplan.specs.limits import MAX_GPUS, MAX_SEQ
+from gpuplan.specs.workload import TrainConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -57,7 +61,7 @@ def register(app: typer.Typer) -> None:
         optimizer: OptimizerOpt = DEFAULTS["optimizer"],
         zero: ZeroOpt = DEFAULTS["zero"],
         fsdp: FsdpOpt = DEFAULTS["fsdp"],
-        dp: Annotated[int, typer.Option("--dp", min=1, rich_help_panel="Parallel layout",
+        dp: Annotated[int, typer.Option("--dp", min=1, max=MAX_GPUS, rich_help_panel="Parallel layout",
                                         help="data parallel GPUs")] = 1,
         tp: TpOpt = DEFAULTS["tp"],
         pp: PpOpt = DEFAULTS["pp"],
@@ -75,9 +79,10 @@ def register(app: typer.Typer) -> None:
         weight_dtype: Annotated[StoreDtype, typer.Option("--weight-dtype")] = StoreDtype.bf16,
         kv_dtype: Annotated[StoreDtype, typer.Option("--kv-dtype")] = StoreDtype.bf16,
         block_size: Annotated[int | None, typer.Option(
-            "--block-size", min=1, help="paged KV block size (tokens)")] = None,
+            "--block-size", min=1, max=MAX_SEQ, help="paged KV block size (tokens)")] = None,
         margin: Annotated[float, typer.Option(
-            "--margin", min=0.0, max=0.9, help="infer: memory kept free for max_batch")] = 0.10,
+            "--margin", min=0.0, max=0.9, callback=finite(0.0, 0.9),
+            help="infer: memory kept free for max_batch")] = 0.10,
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
@@ -97,7 +102,11 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
         from gpuplan.specs.workload import INFER_FRAGMENTATION, refuse_train_only
 
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, TrainConfig().seq_len)
+        memory_rules(ctx, m, d, mode, locals())
         o = dict(locals())
         if mode is Mode.train:
             cfg = train_job(o, dp, d.kind)

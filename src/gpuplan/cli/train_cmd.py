@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, train_rules
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
@@ -38,6 +39,14 @@ from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit
 from gpuplan.report.train import render_train
+from gpuplan.specs.limits import (
+    MAX_GPUS,
+    MAX_LINK_GB_PER_S,
+    MAX_SEARCH_TOP,
+    MAX_TOKENS,
+    MAX_USD_PER_GPU_HOUR,
+)
+from gpuplan.specs.workload import TrainConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -46,15 +55,17 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
-        gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1)] = None,
+        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1, max=MAX_GPUS)] = 8,
+        gpus_per_node: Annotated[int | None, typer.Option(
+            "--gpus-per-node", min=1, max=MAX_GPUS)] = None,
         scale_up_gbps: Annotated[float | None, typer.Option(
-            "--scale-up-gbps", min=0.001, help="GPU-GPU link in a node, GB/s per direction")] =
-        None,
+            "--scale-up-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="GPU-GPU link in a node, GB/s per direction")] = None,
         scale_out_gbps: Annotated[float | None, typer.Option(
-            "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
+            "--scale-out-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="network per GPU, GB/s per direction")] = None,
         dp: Annotated[int | None, typer.Option(
-            "--dp", min=1, rich_help_panel="Parallel layout",
+            "--dp", min=1, max=MAX_GPUS, rich_help_panel="Parallel layout",
             help="data parallel GPUs (default: the rest)")] = None,
         tp: TpOpt = DEFAULTS["tp"],
         pp: PpOpt = DEFAULTS["pp"],
@@ -79,15 +90,17 @@ def register(app: typer.Typer) -> None:
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
         tokens: Annotated[float | None, typer.Option(
-            "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
+            "--tokens", min=1, callback=finite(1, MAX_TOKENS),
+            help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
-            "--usd-per-gpu-hour", min=0, help="override the catalog's cloud price")] = None,
+            "--usd-per-gpu-hour", min=0, callback=finite(0, MAX_USD_PER_GPU_HOUR),
+            help="override the catalog's cloud price")] = None,
         no_overlap: Annotated[bool, typer.Option("--no-overlap")] = False,
         scaling: Annotated[bool, typer.Option("--scaling", help="1, 2, 4 ... --gpus GPUs")] =
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
-        top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_SEARCH_TOP)] = 10,
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
             "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
@@ -103,6 +116,8 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.framework import get_framework
 
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, TrainConfig().seq_len)
+        train_rules(ctx, m, d, locals())
         cluster = default_cluster(d, gpus, gpus_per_node,
                                   scale_up_gbps * 1e9 if scale_up_gbps else None,
                                   scale_out_gbps * 1e9 if scale_out_gbps else None)
