@@ -36,6 +36,7 @@ app = typer.Typer(
 
 def _register() -> None:
     from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
+    from gpuplan.cli import advise_cmd, cost_cmd
 
     catalog_cmds.register(app)
     flops_cmd.register(app)
@@ -43,6 +44,8 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    cost_cmd.register(app)
+    advise_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
