@@ -66,6 +66,20 @@ def _pick(name: str, flag: float | None, basis: Any, fallback: Any = None) -> tu
                        f"--{name.replace('_', '-')} or a --prices file with that row")
 
 
+def on_demand_price(device: str, flag: float | None, prices: Path | None) -> dict[str, Any]:
+    """The on-demand rate a run is costed at: the flag, else the price basis (None when the
+    basis has no row for the device: the run is then not costed)."""
+    if flag is not None:
+        return {"usd_per_gpu_hour": flag, "source": "--usd-per-gpu-hour"}
+    from gpuplan.specs.prices import load_prices
+
+    p = load_prices(prices).get(device, "on_demand")
+    if p is None:
+        return {"usd_per_gpu_hour": None, "source": f"no on-demand price for {device} on the "
+                "price basis; pass --usd-per-gpu-hour or --prices"}
+    return {"usd_per_gpu_hour": p.usd, "source": p.source, "as_of": p.as_of}
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def cost(

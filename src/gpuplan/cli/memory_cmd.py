@@ -19,6 +19,8 @@ from gpuplan.cli.options import (
     RecomputeChoice,
     StoreDtype,
 )
+from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
+from gpuplan.cli.options import FinetuneChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
@@ -59,6 +61,13 @@ def _render(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | None) -
                   " + ".join(f"{v:g} {k}" for k, v in bpp.items()) + f" = {sum(bpp.values()):g}",
                   "")
         t.add_row("parameters on this GPU", f"{r['params_per_gpu']:,}", "")
+        ft = r.get("finetune")
+        if ft:
+            t.add_row(f"{r['assumptions']['finetune']}: trainable adapter parameters",
+                      f"{ft['trainable_params']:,}", f"rank {r['assumptions']['lora_rank']}")
+            if ft["paged_optimizer_bytes"]:
+                t.add_row("paged optimizer states (CPU-evictable, not in total)",
+                          _gb(ft["paged_optimizer_bytes"]), "")
     con.print(t)
     prof = r["assumptions"].get("profile")
     if prof:
@@ -153,6 +162,10 @@ def register(app: typer.Typer) -> None:
         fragmentation: Annotated[float | None, typer.Option(
             "--fragmentation", min=0.0, max=0.9,
             help="allocator fragmentation share (default 0.10 train, 0.05 infer)")] = None,
+        finetune: FinetuneOpt = FinetuneChoice.full,
+        lora_rank: LoraRankOpt = 16,
+        lora_targets: LoraTargetsOpt = "all-linear",
+        paged_optimizer: PagedOpt = None,
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
@@ -178,7 +191,8 @@ def register(app: typer.Typer) -> None:
                 grad_dtype="fp32" if grad_fp32 else "auto", offload_optimizer=offload_optimizer,
                 global_batch=global_batch, dropout=not no_dropout, cuda_context_bytes=ctx_bytes,
                 target=target, fused=fused,  # type: ignore[arg-type]
-                fragmentation=0.10 if fragmentation is None else fragmentation)
+                fragmentation=0.10 if fragmentation is None else fragmentation,
+                lora=lora_config(finetune, lora_rank, lora_targets, paged_optimizer))
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)

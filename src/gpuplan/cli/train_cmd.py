@@ -16,6 +16,9 @@ from gpuplan.cli.options import (
     PrecisionChoice,
     RecomputeChoice,
 )
+from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
+from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
+from gpuplan.cli.options import FinetuneChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table
@@ -119,6 +122,11 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        finetune: FinetuneOpt = FinetuneChoice.full,
+        lora_rank: LoraRankOpt = 16,
+        lora_targets: LoraTargetsOpt = "all-linear",
+        paged_optimizer: PagedOpt = None,
+        prices: PricesOpt = None,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
@@ -143,7 +151,8 @@ def register(app: typer.Typer) -> None:
                           pp=pp, cp=cp, ep=ep, sp=sequence_parallel,
                           virtual_stages=virtual_stages, recompute=recompute.value,
                           attention=attention.value, global_batch=global_batch,  # type: ignore[arg-type]
-                          dropout=False, fused=fused)
+                          dropout=False, fused=fused,
+                          lora=lora_config(finetune, lora_rank, lora_targets, paged_optimizer))
         eff, prof = None, None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -160,8 +169,13 @@ def register(app: typer.Typer) -> None:
                              "layout": {"dp": dp, "tp": tp, "pp": pp, "cp": cp, "ep": ep,
                                         "zero": cfg.zero_stage, "micro_batch": micro_batch,
                                         "seq_len": seq_len}}
-        totals = run_totals(m, res, cluster, tokens, usd_per_hour)
-        r["run"] = totals.to_json() if totals else None
+        price = on_demand_price(d.name, usd_per_hour, prices)
+        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                     "source": "not on the price basis: the device file's cloud price ("
+                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        totals = run_totals(m, res, cluster, tokens, price["usd_per_gpu_hour"])
+        r["run"] = {**totals.to_json(), "price": price} if totals else None
         r["gpu_hours"] = totals.gpu_hours if totals else None
         r["cost_usd"] = totals.cost_usd if totals else None
         if prof is not None:

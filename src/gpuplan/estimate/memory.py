@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from gpuplan.errors import InputError
+from gpuplan.estimate import lora
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.ops.blocks import DTYPE_BYTES, FP32
 from gpuplan.ops.op import OpList
@@ -95,6 +96,8 @@ class TrainConfig:
     """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
     target: Literal["auto", "cpu", "cuda"] = "auto"
     """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
+    lora: lora.LoraConfig = lora.LoraConfig()
+    """full fine-tuning (default) or LoRA/QLoRA adapters (estimate/lora.py)"""
 
     @property
     def grad_accum(self) -> int:
@@ -134,6 +137,7 @@ def validate(cfg: TrainConfig) -> None:
                          f"a multiple of micro_batch x dp = {cfg.micro_batch * cfg.dp}")
     if not 0 <= cfg.fragmentation < 1:
         raise InputError("fragmentation", cfg.fragmentation, "a fraction in [0, 1)")
+    lora.validate(cfg.lora)
 
 
 # ---- bytes per parameter -------------------------------------------------------------------
@@ -294,9 +298,10 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     """Peak memory per GPU of the fullest pipeline stage."""
     validate(cfg)
     impl = _impl(cfg, device)
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    ops = lora_ops(build_training(m, cfg.micro_batch, cfg.seq_len, impl), m, cfg)
     per_block = _saved_per_block(ops)
-    full = (build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none"))
+    full = (lora_ops(build_training(m, cfg.micro_batch, cfg.seq_len,
+                                    replace(impl, recompute="none")), m, cfg)
             if cfg.recompute == "full" else ops)
     full_block = _saved_per_block(full)
     per_param = state_bytes_per_param(cfg)
@@ -306,7 +311,8 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     rows = []
     for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
         tensors = m.param_tensors() * st.params / m.params()
-        weights, grads, opt = model_state_bytes(m, cfg, st.params, st.matrix_params, tensors)
+        weights, grads, opt = (lora_states(m, cfg, st)[:3] if cfg.lora.active else
+                               model_state_bytes(m, cfg, st.params, st.matrix_params, tensors))
         acts = stage_activation_bytes(m, st, per_block) * in_flight(cfg, st.index)
         other = _train_other(m, cfg, st, full_block, loc.seq, loc.vocab, e, acts, z)
         rows.append((st, weights, grads, opt, acts, other))
@@ -327,9 +333,31 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
         "note": "gradient accumulation does not change per-step memory: micro-batches run one "
                 "after another and gradients accumulate in place",
     }
+    if cfg.lora.active:
+        details["finetune"] = {k: int(v) if k != "quantized_params" else v
+                               for k, v in lora_states(m, cfg, st)[3].items()}
     assumptions = _train_assumptions(cfg, device)
     return MemoryResult("train", per_gpu, other_items,
                         device.capacity_bytes, device.name, assumptions, details)
+
+
+# ---- LoRA / QLoRA (estimate/lora.py) ------------------------------------------------------
+
+def lora_ops(ops: OpList, m: ModelSpec, cfg: TrainConfig) -> OpList:
+    """The op list with frozen base weights and adapters when fine-tuning with LoRA/QLoRA."""
+    return lora.apply(ops, m, cfg.lora, DTYPE_BYTES[cfg.compute_dtype]) if cfg.lora.active \
+        else ops
+
+
+def lora_states(m: ModelSpec, cfg: TrainConfig,
+                st: Stage) -> tuple[float, float, float, dict[str, float]]:
+    """Frozen weights, adapters, their gradients and optimizer states on one GPU of `st`:
+    optimizer moments as in full training without a master copy (adapters are trained in
+    their own dtype)."""
+    moments = state_bytes_per_param(replace(cfg, precision="fp32"))["optimizer"]
+    step = STEP_COUNTER_BYTES if cfg.optimizer in ("adam", "adamw") else 0.0
+    return lora.state_bytes(m, cfg.lora, st, cfg.tp, DTYPE_BYTES[cfg.compute_dtype], moments,
+                            step, cfg.zero_stage, cfg.shard_group)
 
 
 def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str, float],
@@ -387,7 +415,23 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": capacity_note(device),
+        **(_lora_assumptions(cfg.lora) if cfg.lora.active else {"finetune": "full"}),
     }
+
+
+def _lora_assumptions(lc: lora.LoraConfig) -> dict[str, object]:
+    out: dict[str, object] = {
+        "finetune": lc.finetune, "lora_rank": lc.rank, "lora_targets": list(lc.projections()),
+        "adapter_bytes_per_param": lc.adapter_bytes, "lora_dropout": lc.dropout,
+        "paged_optimizer": lc.paged,
+        "frozen_weights": "16-bit" if lc.finetune == "lora" else
+        f"NF4 {lc.quant_bits:g} bits/param (QLoRA §2, blocksize 64"
+        f"{', double quantization' if lc.double_quant else ''}); embeddings, head, norms 16-bit",
+    }
+    if lc.paged:
+        out["paged_optimizer_note"] = ("optimizer states in unified memory, evicted to the CPU "
+                                       "under pressure: not counted in the GPU peak")
+    return out
 
 
 def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig) -> MemoryResult:

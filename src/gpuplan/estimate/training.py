@@ -30,7 +30,14 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.comm import collective_time
 from gpuplan.estimate.efficiency import Efficiency, training_efficiency
 from gpuplan.estimate.flops import flops_summary
-from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
+from gpuplan.estimate.memory import (
+    MemoryResult,
+    TrainConfig,
+    lora_ops,
+    lora_states,
+    state_bytes_per_param,
+    train_memory,
+)
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.ops.blocks import DTYPE_BYTES
@@ -150,7 +157,7 @@ def _impl(cfg: TrainConfig, fused: bool) -> Impl:
 def training_ops(m: ModelSpec, cfg: TrainConfig, impl: Impl) -> OpList:
     """One micro-batch's ops; with fused kernels the element-wise chains are fused as the
     frameworks do (bias+GeLU, bias+dropout+add, add+norm)."""
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    ops = lora_ops(build_training(m, cfg.micro_batch, cfg.seq_len, impl), m, cfg)
     return fuse_elementwise(ops)[0] if cfg.fused else ops
 
 
@@ -268,6 +275,12 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     bpp = state_bytes_per_param(cfg)
     grad_bytes = st0.params * bpp["gradients"]
     w_bytes = st0.params * bpp["weights"]
+    opt_params = st0.params
+    if cfg.lora.active:  # LoRA/QLoRA: only the adapters have gradients and optimizer states
+        lw, _, _, ld = lora_states(m, replace(cfg, zero=0, fsdp="none"), st0)
+        opt_params = ld["trainable_params"]
+        grad_bytes = opt_params * cfg.lora.adapter_bytes
+        w_bytes = lw
     dp_group = cfg.dp * cfg.cp
     dp_local = max(1, cluster.gpus_per_node // (cfg.tp * cfg.cp)) if cfg.tp * cfg.cp < \
         cluster.gpus_per_node else 1
@@ -301,8 +314,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
 
     # optimizer step over the local shard (memory-bound)
     shard = cfg.shard_group if z >= 1 else 1
-    opt_bytes = st0.params / shard * OPTIMIZER_BYTES_PER_PARAM[cfg.optimizer]
-    t_opt = (offload_step_time(st0.params / shard, bpp, cluster) if cfg.offload_optimizer
+    opt_bytes = opt_params / shard * OPTIMIZER_BYTES_PER_PARAM[cfg.optimizer]
+    t_opt = (offload_step_time(opt_params / shard, bpp, cluster) if cfg.offload_optimizer
              else opt_bytes / (device.mem_bw_bytes_per_s * eff.memory(opt_bytes)))
 
     tp_total = (stage_comm[slowest] - st0.moe_layers * 4 * a2a) * n_micro
@@ -320,6 +333,10 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
     res.hardware_flops_per_step = ops.flops(matmul_only=True) * n_micro * cfg.dp * cfg.tp * cfg.cp
+    if cfg.lora.active:  # frozen weights: forward + input gradients, adapters: 3 x forward
+        adapter = sum(o.total_flops for o in ops if ".lora_" in o.name and o.kind == "matmul")
+        res.model_flops_per_step = (2 * model_fwd + 3 * adapter * cfg.tp * cfg.cp) * \
+            gb / cfg.micro_batch
     res.collectives = calls
     res.assumptions = {
         "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
@@ -333,4 +350,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
         "peak_dtype": dtype,
     }
+    if cfg.lora.active:
+        res.assumptions["mfu_convention"] = (
+            f"{cfg.lora.finetune}: model FLOPs = 2 x forward of the frozen model (forward + "
+            "input gradients; no weight gradients) + 3 x the adapters' forward")
     return res

@@ -1,0 +1,294 @@
+"""LoRA and QLoRA: frozen base weights, trainable low-rank adapters (Hu et al. 2021, §4.1).
+
+A target linear W (k -> n) gets y = x W + s (x A) B with A (k x r) and B (r x n) trainable
+and W frozen: r (k + n) trainable parameters per target.
+
+Memory (per GPU):
+- frozen base weights at 16 bits (LoRA) or NF4 (QLoRA, Dettmers et al. 2023 §2): 4 bits per
+  weight of every layer linear plus quantization constants: blocksize 64 with fp32 absmax
+  costs 32/64 = 0.5 bits/param; double quantization stores them as 8-bit with one fp32
+  constant per 256 -> 8/64 + 32/(64 x 256) = 0.127 bits/param. Embeddings, the LM head and
+  norms stay 16-bit (bitsandbytes quantizes nn.Linear layers; Transformers keeps lm_head);
+- adapters with their gradients and optimizer states. PEFT (autocast_adapter_dtype, default)
+  keeps adapters in fp32 -> 4 + 4 + 8 (AdamW) bytes; the QLoRA reference script casts them
+  to bf16 with fp32 optimizer states -> 2 + 2 + 8. No fp32 master copy either way;
+- paged optimizer states (QLoRA §2: NVIDIA unified memory, evicted to the CPU under
+  pressure) are reported apart and not counted in the GPU peak;
+- activations: a frozen linear keeps no input for backward (autograd saves X only to compute
+  dW); a target keeps its input for A's gradient and A's output (t x r) for B's.
+Time: frozen weights need no weight-gradient matmul (backward = dX only); adapters add their
+own forward, dX and dW matmuls; QLoRA dequantizes each NF4 weight to 16 bits before its
+forward and its backward matmul (bitsandbytes), an extra memory-bound pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.partition import Stage
+from gpuplan.ops.op import Op, OpList
+from gpuplan.specs.model import ModelSpec
+
+Finetune = Literal["full", "lora", "qlora"]
+NF4_BITS = 4.0
+QUANT_CONSTANT_BITS = 0.127
+"""QLoRA §2, double quantization: 8/64 + 32/(64 x 256) bits per parameter"""
+QUANT_CONSTANT_BITS_SINGLE = 0.5
+"""QLoRA §2, without double quantization: one fp32 absmax per 64 weights"""
+
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+GROUPS = {"all-linear": TARGETS, "attention": TARGETS[:4], "mlp": TARGETS[4:]}
+PEFT_DEFAULT_TARGETS = ("q_proj", "v_proj")
+"""PEFT's default target_modules for Llama-style models"""
+
+# builder linear name -> (the HF projections it fuses, each one's share of the output width)
+_FUSED = {
+    "attn.qkv": ("q_proj", "k_proj", "v_proj"),
+    "attn.out": ("o_proj",),
+    "mlp.gate_up": ("gate_proj", "up_proj"),
+    "mlp.up": ("up_proj",),
+    "mlp.down": ("down_proj",),
+}
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    finetune: Finetune = "full"
+    rank: int = 16
+    targets: tuple[str, ...] = ("all-linear",)
+    adapter_dtype: Literal["auto", "fp32", "16-bit"] = "auto"
+    """auto: fp32 for LoRA (PEFT default), 16-bit for QLoRA (the QLoRA reference script)"""
+    paged_optimizer: bool | None = None
+    """None: on for QLoRA (paper), off for LoRA"""
+    dropout: float = 0.0
+    """lora_dropout (PEFT default 0; the QLoRA paper used 0.05-0.1)"""
+    double_quant: bool = True
+
+    @property
+    def active(self) -> bool:
+        return self.finetune != "full"
+
+    @property
+    def adapter_bytes(self) -> float:
+        kind = self.adapter_dtype
+        if kind == "auto":
+            kind = "16-bit" if self.finetune == "qlora" else "fp32"
+        return 4.0 if kind == "fp32" else 2.0
+
+    @property
+    def paged(self) -> bool:
+        return self.finetune == "qlora" if self.paged_optimizer is None else self.paged_optimizer
+
+    @property
+    def quant_bits(self) -> float:
+        return NF4_BITS + (QUANT_CONSTANT_BITS if self.double_quant else QUANT_CONSTANT_BITS_SINGLE)
+
+    def projections(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for t in self.targets:
+            for p in GROUPS.get(t, (t,)):
+                if p not in out:
+                    out.append(p)
+        return tuple(out)
+
+
+def parse_targets(text: str) -> tuple[str, ...]:
+    """'all-linear', 'attention', 'mlp' or a comma list of q_proj,k_proj,v_proj,o_proj,
+    gate_proj,up_proj,down_proj."""
+    items = tuple(s.strip() for s in text.split(",") if s.strip())
+    valid = set(TARGETS) | set(GROUPS)
+    bad = [s for s in items if s not in valid]
+    if not items or bad:
+        raise InputError("lora_targets", text, "all-linear, attention, mlp or a comma list of "
+                         + ", ".join(TARGETS))
+    return items
+
+
+def validate(lc: LoraConfig) -> None:
+    if lc.finetune not in ("full", "lora", "qlora"):
+        raise InputError("finetune", lc.finetune, "full, lora or qlora")
+    if not isinstance(lc.rank, int) or lc.rank < 1:
+        raise InputError("lora_rank", lc.rank, "a whole number >= 1")
+    parse_targets(",".join(lc.targets))
+    if not 0 <= lc.dropout < 1:
+        raise InputError("lora_dropout", lc.dropout, "a fraction in [0, 1)")
+
+
+def projection_shapes(m: ModelSpec) -> dict[str, tuple[int, int, int]]:
+    """(in, out, copies per layer kind) of each HF projection; copies of the MLP ones count
+    experts (routed + shared) in MoE layers. MLA attention is taken as plain q/k/v/o."""
+    d, h, hkv = m.hidden_size, m.num_heads, (m.num_heads if m.is_mla else m.kv_heads)
+    dqk, dv = m.head_size, m.v_head_size
+    ff = m.intermediate_size
+    shapes = {"q_proj": (d, h * dqk, 1), "k_proj": (d, hkv * dqk, 1),
+              "v_proj": (d, hkv * dv, 1), "o_proj": (h * dv, d, 1),
+              "up_proj": (d, ff, 1), "down_proj": (ff, d, 1)}
+    if m.mlp == "gated":
+        shapes["gate_proj"] = (d, ff, 1)
+    return shapes
+
+
+def adapter_params_per_layer(m: ModelSpec, lc: LoraConfig) -> tuple[int, int, int]:
+    """Trainable parameters of one layer's (attention, dense MLP, MoE MLP) adapters."""
+    shapes = projection_shapes(m)
+    attn = mlp = moe = 0
+    experts = (m.num_experts + m.num_shared_experts) if m.is_moe else 0
+    for p in lc.projections():
+        if p not in shapes:
+            continue
+        k, n, _ = shapes[p]
+        if p in GROUPS["attention"]:
+            attn += lc.rank * (k + n)
+        else:
+            mlp += lc.rank * (k + n)
+            if experts:  # every routed and shared expert has its own projection
+                ek, en = (m.expert_size, n) if p == "down_proj" else (k, m.expert_size)
+                moe += experts * lc.rank * (ek + en)
+    return attn, mlp, moe
+
+
+def adapter_tensors_per_layer(m: ModelSpec, lc: LoraConfig) -> tuple[int, int, int]:
+    """Parameter tensors (A and B per target) of one layer's adapters."""
+    shapes = projection_shapes(m)
+    targets = [p for p in lc.projections() if p in shapes]
+    attn = sum(2 for p in targets if p in GROUPS["attention"])
+    mlp = sum(2 for p in targets if p not in GROUPS["attention"])
+    experts = (m.num_experts + m.num_shared_experts) if m.is_moe else 0
+    return attn, mlp, mlp * experts
+
+
+def adapter_params(m: ModelSpec, lc: LoraConfig, layers: int, dense_layers: int,
+                   moe_layers: int, tp: int = 1) -> tuple[float, float]:
+    """(trainable parameters, parameter tensors) of the adapters of some layers, on one GPU
+    (split tp ways like the matrices they adapt)."""
+    a, d, e = adapter_params_per_layer(m, lc)
+    ta, td, te = adapter_tensors_per_layer(m, lc)
+    params = (layers * a + dense_layers * d + moe_layers * e) / tp
+    tensors = layers * ta + dense_layers * td + moe_layers * te
+    return params, tensors
+
+
+def state_bytes(m: ModelSpec, lc: LoraConfig, st: Stage, tp: int, compute_bytes: float,
+                moments_bytes: float, step_counter_bytes: float, zero_stage: int,
+                shard: int) -> tuple[float, float, float, dict[str, float]]:
+    """(weights, gradients, optimizer on the GPU, details) of one GPU of a pipeline stage:
+    frozen base weights (NF4 for the layer linears under QLoRA), adapters, their gradients
+    and optimizer states; ZeRO shards them as in full training (Rajbhandari et al. §5)."""
+    vocab_rows = m.vocab_size * m.hidden_size / tp
+    linear = st.matrix_params
+    if st.has_embedding:
+        linear -= vocab_rows
+    if st.has_head and (not m.tie_embeddings or not st.has_embedding):
+        linear -= vocab_rows
+    linear = max(linear, 0.0)
+    if lc.finetune == "qlora":
+        frozen = linear * lc.quant_bits / 8 + (st.params - linear) * compute_bytes
+    else:
+        frozen = st.params * compute_bytes
+    params, tensors = adapter_params(m, lc, st.layers, st.dense_layers, st.moe_layers, tp)
+    weights = frozen + params * lc.adapter_bytes
+    grads = params * lc.adapter_bytes
+    opt = params * moments_bytes + tensors * step_counter_bytes
+    z = zero_stage
+    weights, grads, opt = (weights / (shard if z >= 3 else 1), grads / (shard if z >= 2 else 1),
+                           opt / (shard if z >= 1 else 1))
+    details = {"trainable_params": params, "adapter_tensors": tensors,
+               "frozen_weight_bytes": frozen / (shard if z >= 3 else 1),
+               "quantized_params": linear if lc.finetune == "qlora" else 0.0,
+               "paged_optimizer_bytes": opt if lc.paged else 0.0}
+    return weights, grads, 0.0 if lc.paged else opt, details
+
+
+# ---- the op-list pass -----------------------------------------------------------------------
+
+_SHAPE = re.compile(r"^(\d+)x(\d+) @ (\d+)x(\d+)$")
+
+
+def _base_name(name: str) -> str | None:
+    for base in _FUSED:
+        if name.endswith(base) or name.endswith(base + ".dgrad") or name.endswith(
+                base + ".wgrad"):
+            return base
+    return None
+
+
+def _split(m: ModelSpec, base: str, lc: LoraConfig, k: int, n: int) -> list[tuple[int, int]]:
+    """(in, out) of each targeted projection inside one builder linear of width k -> n."""
+    shapes = projection_shapes(m)
+    parts = _FUSED[base]
+    width = sum(shapes[p][1] for p in parts if p in shapes) or n
+    return [(k, round(n * shapes[p][1] / width)) for p in parts
+            if p in shapes and p in lc.projections()]
+
+
+def _lora_ops(o: Op, pieces: list[tuple[int, int]], rows: int, r: int, e: float, wb: float,
+              backward: bool) -> list[Op]:
+    """One op per kind for all the adapters on one builder linear (summed over pieces)."""
+    k_sum = sum(k for k, _ in pieces)
+    n_sum = sum(n for _, n in pieces)
+    w = sum(r * (k + n) for k, n in pieces) * wb
+    base = o.name.rsplit(".", 1)[0] if backward else o.name
+    common = {"dtype": o.dtype, "component": o.component, "count": o.count, "layer": o.layer}
+    if not backward:
+        return [
+            Op(f"{base}.lora_A", "matmul", 2 * rows * k_sum * r, rows * k_sum * e + w / 2,
+               rows * r * len(pieces) * e, phase="forward", **common,
+               shape=f"{rows}x{pieces[0][0]} @ {pieces[0][0]}x{r}"),
+            Op(f"{base}.lora_B", "matmul", 2 * rows * r * n_sum, rows * r * len(pieces) * e
+               + w / 2, rows * n_sum * e, phase="forward", saved_bytes=rows * r * len(pieces) * e,
+               **common, shape=f"{rows}x{r} @ {r}x{n_sum}"),
+            Op(f"{base}.lora_add", "elementwise", rows * n_sum, 2 * rows * n_sum * e,
+               rows * n_sum * e, phase="forward", fusable=True, **common, shape=f"{rows * n_sum}"),
+        ]
+    flops = 2 * rows * r * (n_sum + k_sum)
+    return [
+        Op(f"{base}.lora.dgrad", "matmul", flops, rows * (n_sum + r) * e + w,
+           rows * (r * len(pieces) + k_sum) * e, phase="backward", **common),
+        Op(f"{base}.lora.wgrad", "matmul", flops, rows * (n_sum + k_sum + r) * e,
+           w, phase="backward", **common),
+    ]
+
+
+def apply(ops: OpList, m: ModelSpec, lc: LoraConfig, e: float) -> OpList:
+    """The training op list of a LoRA/QLoRA fine-tune, from the full fine-tune's."""
+    out: list[Op] = []
+    wb = lc.adapter_bytes
+    for o in ops:
+        base = _base_name(o.name) if o.kind == "matmul" else None
+        if o.kind == "matmul" and o.name.endswith(".wgrad"):
+            continue  # frozen weights: no weight gradient
+        if o.phase == "backward" and o.kind == "embedding":
+            continue  # frozen embedding: nothing to scatter-add
+        if o.kind == "matmul" and o.phase == "forward" and (base or o.component == "head"):
+            shape = _SHAPE.match(o.shape)
+            pieces = _split(m, base, lc, int(shape[2]), int(shape[4])) if base and shape else []
+            if lc.finetune == "qlora" and base and shape:
+                out.append(_dequant(o, int(shape[2]) * int(shape[4]), lc))
+            if not pieces:  # frozen and not adapted: autograd keeps no input for it
+                out.append(replace(o, saved_bytes=0.0))
+                continue
+            extra = (int(shape[1]) * pieces[0][0] * (e + 1) if lc.dropout > 0 else 0.0)
+            out.append(replace(o, saved_bytes=o.saved_bytes + extra))
+            out.extend(_lora_ops(o, pieces, int(shape[1]), lc.rank, e, wb, backward=False))
+            continue
+        if o.kind == "matmul" and o.name.endswith(".dgrad") and base:
+            shape = _SHAPE.match(o.shape)
+            if shape and lc.finetune == "qlora":
+                out.append(_dequant(o, int(shape[2]) * int(shape[4]), lc))
+            out.append(o)
+            pieces = _split(m, base, lc, int(shape[4]), int(shape[2])) if shape else []
+            if pieces:
+                out.extend(_lora_ops(o, pieces, int(shape[1]), lc.rank, e, wb, backward=True))
+            continue
+        out.append(o)
+    return OpList(tuple(out))
+
+
+def _dequant(o: Op, weights: int, lc: LoraConfig) -> Op:
+    """bitsandbytes dequantizes the NF4 weight to 16 bits before each matmul that uses it."""
+    return Op(f"{o.name}.dequant_nf4", "elementwise", 2.0 * weights,
+              weights * lc.quant_bits / 8, 2.0 * weights, phase=o.phase, dtype=o.dtype,
+              component=o.component, count=o.count, layer=o.layer, shape=f"{weights}")
