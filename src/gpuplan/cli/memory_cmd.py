@@ -57,7 +57,8 @@ def _render(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | None) -
                   "")
     else:
         bpp = r["bytes_per_param"]
-        t.add_row("bytes per parameter (unsharded)",
+        t.add_row("bytes per parameter (unsharded)" if not r.get("finetune") else
+                  "bytes per parameter of full training (not used: see finetune)",
                   " + ".join(f"{v:g} {k}" for k, v in bpp.items()) + f" = {sum(bpp.values()):g}",
                   "")
         t.add_row("parameters on this GPU", f"{r['params_per_gpu']:,}", "")
