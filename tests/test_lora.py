@@ -19,7 +19,7 @@ from gpuplan.specs.cluster import default_cluster
 
 def test_double_quantization_constant_matches_the_paper() -> None:
     # QLoRA §2: 8-bit constants per 64 weights + one fp32 per 256 of them
-    assert QUANT_CONSTANT_BITS == pytest.approx(8 / 64 + 32 / (64 * 256), abs=5e-4)
+    assert pytest.approx(8 / 64 + 32 / (64 * 256), abs=5e-4) == QUANT_CONSTANT_BITS
 
 
 def test_llama2_7b_adapter_count_exact() -> None:

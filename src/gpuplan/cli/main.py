@@ -35,8 +35,16 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
-    from gpuplan.cli import advise_cmd, cost_cmd
+    from gpuplan.cli import (
+        advise_cmd,
+        bench_cmd,
+        catalog_cmds,
+        cost_cmd,
+        flops_cmd,
+        memory_cmd,
+        roofline_cmd,
+        train_cmd,
+    )
 
     catalog_cmds.register(app)
     flops_cmd.register(app)

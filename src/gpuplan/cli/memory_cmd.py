@@ -10,8 +10,10 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
 from gpuplan.cli.options import (
     AttentionChoice,
+    FinetuneChoice,
     FsdpChoice,
     Mode,
     OptimizerChoice,
@@ -19,8 +21,6 @@ from gpuplan.cli.options import (
     RecomputeChoice,
     StoreDtype,
 )
-from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
-from gpuplan.cli.options import FinetuneChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table

@@ -9,16 +9,16 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
+from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
 from gpuplan.cli.options import (
     AttentionChoice,
+    FinetuneChoice,
     FsdpChoice,
     OptimizerChoice,
     PrecisionChoice,
     RecomputeChoice,
 )
-from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
-from gpuplan.cli.lora_opts import FinetuneOpt, LoraRankOpt, LoraTargetsOpt, PagedOpt, lora_config
-from gpuplan.cli.options import FinetuneChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit, table

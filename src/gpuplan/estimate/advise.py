@@ -103,7 +103,7 @@ def _pow2(x: float) -> int:
 
 
 def _train_flops(m: ModelSpec, g: Goal) -> float:
-    per_seq = flops_summary(m, 1, g.seq_len)["train_flops"]
+    per_seq = float(flops_summary(m, 1, g.seq_len)["train_flops"])
     return per_seq * g.tokens / g.seq_len
 
 
@@ -115,10 +115,10 @@ def _finish(o: Option, g: Goal, rate: float | None) -> Option:
     late = o.time_s is not None and o.time_s > g.deadline_s
     over = g.budget_usd is not None and o.cost_usd is not None and o.cost_usd > g.budget_usd
     o.meets = o.fits and o.time_s is not None and not late and not over and rate is not None
-    if o.fits and late:
+    if o.fits and late and o.time_s is not None:
         o.why = f"misses the deadline: {o.time_s / DAY:.3g} days > {g.deadline_s / DAY:g}; " \
                 + o.why
-    elif o.fits and over:
+    elif o.fits and over and o.cost_usd is not None and g.budget_usd is not None:
         o.why = f"over budget: ${o.cost_usd:,.0f} > ${g.budget_usd:,.0f}; " + o.why
     elif o.fits and rate is None:
         o.why = "no on-demand price on the basis (pass --prices); " + o.why
@@ -280,7 +280,8 @@ def advise(m: ModelSpec, devices: list[Device], g: Goal, price: Callable[[str], 
         options = [evaluate(m, d, g, price(d.name)) for d in gpus]
     options.sort(key=_key)
     met = [o for o in options if o.meets]
-    best, runner = (met + [None, None])[:2]
+    best = met[0] if met else None
+    runner = met[1] if len(met) > 1 else None
     if best is not None:
         tail = (f"; runner-up {runner.device} x{runner.gpus} costs "
                 f"{runner.cost_usd / best.cost_usd:.2f}x" if runner and runner.cost_usd and

@@ -29,7 +29,7 @@ from typing import Literal
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.partition import Stage
-from gpuplan.ops.op import Op, OpList
+from gpuplan.ops.op import Op, OpKind, OpList, Phase
 from gpuplan.specs.model import ModelSpec
 
 Finetune = Literal["full", "lora", "qlora"]
@@ -224,64 +224,77 @@ def _split(m: ModelSpec, base: str, lc: LoraConfig, k: int, n: int) -> list[tupl
             if p in shapes and p in lc.projections()]
 
 
+def _like(o: Op, name: str, kind: OpKind, flops: float, read: float, written: float,
+          phase: Phase, saved: float = 0.0, shape: str = "") -> Op:
+    """A new op repeated like `o` (same count, layer, component and dtype)."""
+    return Op(name, kind, flops, read, written, dtype=o.dtype, phase=phase,
+              component=o.component, count=o.count, saved_bytes=saved, layer=o.layer,
+              shape=shape, fusable=kind == "elementwise" and phase == "forward")
+
+
 def _lora_ops(o: Op, pieces: list[tuple[int, int]], rows: int, r: int, e: float, wb: float,
               backward: bool) -> list[Op]:
-    """One op per kind for all the adapters on one builder linear (summed over pieces)."""
+    """One op per kind for all the adapters on one builder linear (summed over pieces):
+    forward x A (2 t k r), (x A) B (2 t r n), scale-and-add; backward dX and dW of both."""
     k_sum = sum(k for k, _ in pieces)
     n_sum = sum(n for _, n in pieces)
+    mid = rows * r * len(pieces) * e  # the t x r outputs of A, saved for B's gradient
     w = sum(r * (k + n) for k, n in pieces) * wb
-    base = o.name.rsplit(".", 1)[0] if backward else o.name
-    common = {"dtype": o.dtype, "component": o.component, "count": o.count, "layer": o.layer}
     if not backward:
+        k0 = pieces[0][0]
         return [
-            Op(f"{base}.lora_A", "matmul", 2 * rows * k_sum * r, rows * k_sum * e + w / 2,
-               rows * r * len(pieces) * e, phase="forward", **common,
-               shape=f"{rows}x{pieces[0][0]} @ {pieces[0][0]}x{r}"),
-            Op(f"{base}.lora_B", "matmul", 2 * rows * r * n_sum, rows * r * len(pieces) * e
-               + w / 2, rows * n_sum * e, phase="forward", saved_bytes=rows * r * len(pieces) * e,
-               **common, shape=f"{rows}x{r} @ {r}x{n_sum}"),
-            Op(f"{base}.lora_add", "elementwise", rows * n_sum, 2 * rows * n_sum * e,
-               rows * n_sum * e, phase="forward", fusable=True, **common, shape=f"{rows * n_sum}"),
+            _like(o, f"{o.name}.lora_A", "matmul", 2 * rows * k_sum * r,
+                  rows * k_sum * e + w / 2, mid, "forward", shape=f"{rows}x{k0} @ {k0}x{r}"),
+            _like(o, f"{o.name}.lora_B", "matmul", 2 * rows * r * n_sum, mid + w / 2,
+                  rows * n_sum * e, "forward", saved=mid, shape=f"{rows}x{r} @ {r}x{n_sum}"),
+            _like(o, f"{o.name}.lora_add", "elementwise", rows * n_sum, 2 * rows * n_sum * e,
+                  rows * n_sum * e, "forward", shape=f"{rows * n_sum}"),
         ]
+    base = o.name.rsplit(".", 1)[0]
     flops = 2 * rows * r * (n_sum + k_sum)
     return [
-        Op(f"{base}.lora.dgrad", "matmul", flops, rows * (n_sum + r) * e + w,
-           rows * (r * len(pieces) + k_sum) * e, phase="backward", **common),
-        Op(f"{base}.lora.wgrad", "matmul", flops, rows * (n_sum + k_sum + r) * e,
-           w, phase="backward", **common),
+        _like(o, f"{base}.lora.dgrad", "matmul", flops, rows * n_sum * e + mid + w,
+              mid + rows * k_sum * e, "backward"),
+        _like(o, f"{base}.lora.wgrad", "matmul", flops, rows * (n_sum + k_sum) * e + mid, w,
+              "backward"),
     ]
+
+
+def _dims(o: Op) -> tuple[int, int, int] | None:
+    """(rows, in, out) of a forward linear, (rows, out, in) of its dgrad, from the shape."""
+    hit = _SHAPE.match(o.shape)
+    return (int(hit[1]), int(hit[2]), int(hit[4])) if hit else None
 
 
 def apply(ops: OpList, m: ModelSpec, lc: LoraConfig, e: float) -> OpList:
     """The training op list of a LoRA/QLoRA fine-tune, from the full fine-tune's."""
     out: list[Op] = []
-    wb = lc.adapter_bytes
     for o in ops:
         base = _base_name(o.name) if o.kind == "matmul" else None
+        dims = _dims(o) if o.kind == "matmul" else None
         if o.kind == "matmul" and o.name.endswith(".wgrad"):
             continue  # frozen weights: no weight gradient
         if o.phase == "backward" and o.kind == "embedding":
             continue  # frozen embedding: nothing to scatter-add
-        if o.kind == "matmul" and o.phase == "forward" and (base or o.component == "head"):
-            shape = _SHAPE.match(o.shape)
-            pieces = _split(m, base, lc, int(shape[2]), int(shape[4])) if base and shape else []
-            if lc.finetune == "qlora" and base and shape:
-                out.append(_dequant(o, int(shape[2]) * int(shape[4]), lc))
-            if not pieces:  # frozen and not adapted: autograd keeps no input for it
+        forward = o.kind == "matmul" and o.phase == "forward"
+        if forward and (base or o.component == "head"):
+            pieces = _split(m, base, lc, dims[1], dims[2]) if base and dims else []
+            if lc.finetune == "qlora" and base and dims:
+                out.append(_dequant(o, dims[1] * dims[2], lc))
+            if not pieces or dims is None:  # frozen, not adapted: autograd keeps no input
                 out.append(replace(o, saved_bytes=0.0))
                 continue
-            extra = (int(shape[1]) * pieces[0][0] * (e + 1) if lc.dropout > 0 else 0.0)
+            extra = dims[0] * dims[1] * (e + 1) if lc.dropout > 0 else 0.0
             out.append(replace(o, saved_bytes=o.saved_bytes + extra))
-            out.extend(_lora_ops(o, pieces, int(shape[1]), lc.rank, e, wb, backward=False))
+            out.extend(_lora_ops(o, pieces, dims[0], lc.rank, e, lc.adapter_bytes, False))
             continue
-        if o.kind == "matmul" and o.name.endswith(".dgrad") and base:
-            shape = _SHAPE.match(o.shape)
-            if shape and lc.finetune == "qlora":
-                out.append(_dequant(o, int(shape[2]) * int(shape[4]), lc))
+        if o.kind == "matmul" and o.name.endswith(".dgrad") and base and dims:
+            if lc.finetune == "qlora":
+                out.append(_dequant(o, dims[1] * dims[2], lc))
             out.append(o)
-            pieces = _split(m, base, lc, int(shape[4]), int(shape[2])) if shape else []
+            pieces = _split(m, base, lc, dims[2], dims[1])
             if pieces:
-                out.extend(_lora_ops(o, pieces, int(shape[1]), lc.rank, e, wb, backward=True))
+                out.extend(_lora_ops(o, pieces, dims[0], lc.rank, e, lc.adapter_bytes, True))
             continue
         out.append(o)
     return OpList(tuple(out))
@@ -289,6 +302,5 @@ def apply(ops: OpList, m: ModelSpec, lc: LoraConfig, e: float) -> OpList:
 
 def _dequant(o: Op, weights: int, lc: LoraConfig) -> Op:
     """bitsandbytes dequantizes the NF4 weight to 16 bits before each matmul that uses it."""
-    return Op(f"{o.name}.dequant_nf4", "elementwise", 2.0 * weights,
-              weights * lc.quant_bits / 8, 2.0 * weights, phase=o.phase, dtype=o.dtype,
-              component=o.component, count=o.count, layer=o.layer, shape=f"{weights}")
+    return _like(o, f"{o.name}.dequant_nf4", "elementwise", 2.0 * weights,
+                 weights * lc.quant_bits / 8, 2.0 * weights, o.phase, shape=f"{weights}")

@@ -96,7 +96,7 @@ class TrainConfig:
     """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
     target: Literal["auto", "cpu", "cuda"] = "auto"
     """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
-    lora: lora.LoraConfig = lora.LoraConfig()
+    lora: lora.LoraConfig = field(default_factory=lora.LoraConfig)
     """full fine-tuning (default) or LoRA/QLoRA adapters (estimate/lora.py)"""
 
     @property

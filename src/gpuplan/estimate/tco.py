@@ -177,7 +177,7 @@ def break_even_utilization(t: TcoInputs, tol: float = 1e-9) -> float | None:
 def tco(t: TcoInputs) -> dict[str, Any]:
     """Buy and rent totals at the given utilization, cost per used GPU-hour, break-even."""
     validate(t)
-    buy = buy_costs(t, t.utilization)
+    buy: dict[str, Any] = dict(buy_costs(t, t.utilization))
     rent = rent_costs(t, t.utilization)
     used_h = t.gpus * t.years * HOURS_PER_YEAR * t.utilization
     buy["usd_per_used_gpu_hour"] = buy["total_usd"] / used_h if used_h else None
