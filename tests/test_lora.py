@@ -113,41 +113,67 @@ def test_trainable_params_linear_in_rank(r: int) -> None:
     assert count(r) == pytest.approx(r * count(1))
 
 
-def test_peft_cpu_step_matches_exactly(tmp_path) -> None:  # type: ignore[no-untyped-def]
+ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@pytest.mark.parametrize("targets", [ALL, ("q_proj", "v_proj"), ("down_proj",)],
+                         ids=["all-linear", "q-v", "down"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_peft_cpu_step_matches(targets: tuple[str, ...], attn: str) -> None:
+    """A real LoRA step (peft, fp32, CPU): trainable parameters, weights, gradients and AdamW
+    states exact; saved activations (autograd's saved_tensors_hooks, each storage once,
+    parameters excluded) within 3% (exact but for q-v with eager attention, where layer 0's
+    frozen k leaves q unsaved: +1.4-1.9%)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     peft = pytest.importorskip("peft")
+    import warnings
+
     from gpuplan.specs.hf_config import spec_from_hf_dict
 
-    hf = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=176,
-                                  num_hidden_layers=2, num_attention_heads=4,
-                                  num_key_value_heads=2, max_position_embeddings=128)
+    hf = transformers.LlamaConfig(vocab_size=500, hidden_size=64, intermediate_size=160,
+                                  num_hidden_layers=3, num_attention_heads=4,
+                                  num_key_value_heads=2)
     torch.manual_seed(0)
-    base = transformers.LlamaForCausalLM(hf).float()
-    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation=attn)
     model = peft.get_peft_model(base, peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0,
-                                                      target_modules=targets))
+                                                      target_modules=list(targets)))
+    model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trainable, lr=1e-3)
-    ids = torch.randint(0, 256, (2, 32))
-    model(input_ids=ids, labels=ids).loss.backward()
+    ids = torch.randint(0, 500, (2, 64))
+    saved: dict[int, int] = {}
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def pack(t):  # type: ignore[no-untyped-def]
+        key = t.untyped_storage().data_ptr()
+        if key not in params:
+            saved.setdefault(key, t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
     opt.step()
 
     def nbytes(ts):  # type: ignore[no-untyped-def]
         return sum(t.numel() * t.element_size() for t in ts)
 
-    frozen = nbytes(p for p in model.parameters() if not p.requires_grad)
     measured = {
         "trainable_params": sum(p.numel() for p in trainable),
-        "weights": frozen + nbytes(trainable),
+        "weights": nbytes(model.parameters()),
         "gradients": nbytes(p.grad for p in trainable),
         "optimizer": nbytes(t for s in opt.state.values() for t in s.values()
                             if torch.is_tensor(t)),
     }
     spec = spec_from_hf_dict(hf.to_dict(), "tiny-llama")
-    cfg = TrainConfig(micro_batch=2, seq_len=32, precision="fp32", optimizer="adamw",
-                      lora=LoraConfig("lora", 8, tuple(targets)))
-    r = train_memory(spec, get_device("epyc-9654"), cfg)
+    cfg = TrainConfig(micro_batch=2, seq_len=64, precision="fp32", optimizer="adamw",
+                      attention="naive" if attn == "eager" else "flash",
+                      lora=LoraConfig("lora", 8, targets))
+    r = train_memory(spec, get_device("xeon-8480+"), cfg)
     assert r.details["finetune"]["trainable_params"] == measured["trainable_params"]
     for k in ("weights", "gradients", "optimizer"):
         assert r.per_gpu[k] == measured[k], k
+    assert r.per_gpu["activations"] == pytest.approx(sum(saved.values()), rel=0.03)

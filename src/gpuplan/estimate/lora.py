@@ -274,8 +274,13 @@ def apply(ops: OpList, m: ModelSpec, lc: LoraConfig, e: float) -> OpList:
         dims = _dims(o) if o.kind == "matmul" else None
         if o.kind == "matmul" and o.name.endswith(".wgrad"):
             continue  # frozen weights: no weight gradient
-        if o.phase == "backward" and o.kind == "embedding":
-            continue  # frozen embedding: nothing to scatter-add
+        if o.kind == "embedding":
+            if o.phase == "forward":  # frozen embedding: keeps no indices, no backward
+                out.append(replace(o, saved_bytes=0.0))
+            continue
+        if o.kind == "norm" and o.phase == "forward":
+            out.append(_frozen_norm(o, e))
+            continue
         forward = o.kind == "matmul" and o.phase == "forward"
         if forward and (base or o.component == "head"):
             pieces = _split(m, base, lc, dims[1], dims[2]) if base and dims else []
@@ -297,7 +302,42 @@ def apply(ops: OpList, m: ModelSpec, lc: LoraConfig, e: float) -> OpList:
                 out.extend(_lora_ops(o, pieces, dims[0], lc.rank, e, lc.adapter_bytes, True))
             continue
         out.append(o)
-    return OpList(tuple(out))
+    return OpList(tuple(_first_layer_no_grad(out)))
+
+
+def _frozen_norm(o: Op, e: float) -> Op:
+    """Eager RMSNorm keeps the normalized value only for its weight's gradient (HF
+    LlamaRMSNorm: weight * x_hat); a frozen weight drops it (see blocks.rmsnorm)."""
+    hit = re.match(r"^(\d+)x(\d+)$", o.shape)
+    if not hit:
+        return o
+    rows, n = int(hit[1]), int(hit[1]) * int(hit[2])
+    eager = n * 4 + rows * 4 + n * e  # fp32 input, fp32 rstd, normalized value
+    return replace(o, saved_bytes=o.saved_bytes - n * e) if o.saved_bytes == eager else o
+
+
+def _first_layer_no_grad(ops: list[Op]) -> list[Op]:
+    """Nothing before the first trainable tensor needs a gradient: in the first layer, the ops
+    ahead of its first adapter keep nothing for backward (autograd saves tensors only for
+    outputs that require grad). Ops count every layer, so their per-execution saved bytes are
+    scaled by (layers - 1) / layers (exact without pipelining; spread over stages with it)."""
+    fwd = [o for o in ops if o.phase == "forward" and o.per_layer]
+    attn = next((o.layer for o in fwd if "attention" in str(o.layer)), None)
+    mlp = next((o.layer for o in fwd if str(o.layer).startswith(("layer.mlp", "layer.moe"))),
+               None)
+    blocks = [b for b in (attn, mlp) if b is not None]
+    out: list[Op] = []
+    done = False
+    for i, o in enumerate(ops):
+        if not done and o.phase == "forward" and o.per_layer and o.layer in blocks:
+            # the adapted linear's input is kept by its lora_A: the grad-free prefix ends here
+            nxt = ops[i + 1].name if i + 1 < len(ops) else ""
+            if o.name.endswith(".lora_A") or nxt.endswith(".lora_A"):
+                done = True
+            elif o.count:
+                o = replace(o, saved_bytes=o.saved_bytes * (o.count - 1) / o.count)
+        out.append(o)
+    return out
 
 
 def _dequant(o: Op, weights: int, lc: LoraConfig) -> Op:
