@@ -162,6 +162,11 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
+            if cfg.lora.active:
+                raise InputError("--search", f"with --finetune {finetune.value}",
+                                 "full fine-tuning only (the search's memory model has no "
+                                 "adapters): time one layout, or use `gpuplan advise`")
+
             run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             return
         res = step_time(m, cluster, cfg, efficiency=eff, overlap=not no_overlap)
