@@ -99,7 +99,12 @@ def _builtin_text() -> str:
 
 def builtin_rows() -> list[tuple[Price, bool]]:
     """The built-in rows as (price, is_basis)."""
-    return _parse(_builtin_text(), "catalog/prices.csv", user=False)
+    return list(_builtin_rows())
+
+
+@lru_cache(maxsize=1)
+def _builtin_rows() -> tuple[tuple[Price, bool], ...]:
+    return tuple(_parse(_builtin_text(), "catalog/prices.csv", user=False))
 
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
