@@ -11,6 +11,7 @@ from rich.console import Console
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.cost_cmd import PricesOpt
+from gpuplan.cli.job_opts import DEFAULTS, GlobalBatchOpt, SeqLenOpt
 from gpuplan.report.output import emit, table
 
 
@@ -53,8 +54,8 @@ def register(app: typer.Typer) -> None:
         budget: Annotated[float | None, typer.Option("--budget", min=0, help="US$")] = None,
         deadline: Annotated[float | None, typer.Option(
             "--deadline", min=0.001, help="days (default 90 pretrain, 7 fine-tuning)")] = None,
-        seq_len: Annotated[int | None, typer.Option("--seq-len", "-s", min=1)] = None,
-        global_batch: Annotated[int | None, typer.Option("--global-batch", min=1)] = None,
+        seq_len: SeqLenOpt = DEFAULTS["seq_len"],
+        global_batch: GlobalBatchOpt = DEFAULTS["global_batch"],
         lora_rank: Annotated[int, typer.Option("--lora-rank", min=1)] = 16,
         top: Annotated[int, typer.Option("--top", min=1, help="rows in the table")] = 10,
         prices: PricesOpt = None,

@@ -44,13 +44,14 @@ MEMORY_HEADROOM = 0.8
 GOAL_DEFAULTS: dict[str, dict[str, float]] = {
     # tokens (None: Chinchilla 20 per parameter, Hoffmann et al. 2022), days, seq, batch
     "pretrain": {"days": 90.0, "seq_len": 4096, "global_batch": 1024},
-    "finetune": {"tokens": 1e8, "days": 7.0, "seq_len": 2048, "global_batch": 64},
-    "lora": {"tokens": 1e8, "days": 7.0, "seq_len": 2048, "global_batch": 16},
-    "qlora": {"tokens": 1e8, "days": 7.0, "seq_len": 2048, "global_batch": 16},
+    "finetune": {"tokens": 1e8, "days": 7.0, "seq_len": 4096, "global_batch": 32},
+    "lora": {"tokens": 1e8, "days": 7.0, "seq_len": 4096, "global_batch": 16},
+    "qlora": {"tokens": 1e8, "days": 7.0, "seq_len": 4096, "global_batch": 16},
 }
 """Assumptions: pretraining at Llama 3's initial batch (4M tokens = 1,024 x 4,096; Dubey et
 al. 2024 §3.4.1) within a quarter; fine-tuning on 100M tokens (a few epochs of a 50k-example
-instruction set) within a week, QLoRA's batch of 16 (Dettmers et al. 2023 App. B)."""
+instruction set) within a week, QLoRA's batch of 16 (Dettmers et al. 2023 App. B); sequences of
+4,096 tokens everywhere (the project's --seq-len default)."""
 
 
 @dataclass(frozen=True)
