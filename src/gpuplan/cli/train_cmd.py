@@ -96,13 +96,18 @@ def register(app: typer.Typer) -> None:
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
         prices: PricesOpt = None,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
+            "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
+        from gpuplan.estimate.efficiency import framework_efficiency
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
+        from gpuplan.specs.framework import get_framework
 
         m, d = get_model(model), get_device(gpu)
         cluster = default_cluster(d, gpus, gpus_per_node,
@@ -113,13 +118,13 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        cfg = train_job(dict(locals()), dp, d.kind)
-        eff, prof = None, None
+        fw = get_framework(framework)
+        cfg = fw.apply(train_job(dict(locals()), dp, d.kind))
+        eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
-            from gpuplan.estimate.efficiency import training_efficiency
 
-            eff, prof = apply(profile, d, training_efficiency(d))
+            eff, prof = apply(profile, d, eff)
         if search:
             from gpuplan.cli.search_cmd import run_search
 
@@ -138,5 +143,6 @@ def register(app: typer.Typer) -> None:
         res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)
+        res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
