@@ -53,8 +53,10 @@ def _register() -> None:
     _REGISTERED.append(True)
     import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import (
+        advise_cmd,
         bench_cmd,
         catalog_cmds,
+        cost_cmd,
         flops_cmd,
         memory_cmd,
         roofline_cmd,
@@ -68,6 +70,8 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    cost_cmd.register(app)
+    advise_cmd.register(app)
     profile_cmd.register(app)
     web_cmd.register(app)
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
 from gpuplan.cli.guards import default_len, finite, train_rules
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
@@ -15,15 +16,19 @@ from gpuplan.cli.job_opts import (
     CpOpt,
     CudaContextOpt,
     EpOpt,
+    FinetuneOpt,
     FragmentationOpt,
     FsdpOpt,
     FusedOpt,
     GlobalBatchOpt,
     GradFp32Opt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     NoDropoutOpt,
     OffloadOpt,
     OptimizerOpt,
+    PagedOpt,
     PpOpt,
     PrecisionOpt,
     RecomputeOpt,
@@ -89,6 +94,10 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = DEFAULTS["target"],
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
+        finetune: FinetuneOpt = DEFAULTS["finetune"],
+        lora_rank: LoraRankOpt = DEFAULTS["lora_rank"],
+        lora_targets: LoraTargetsOpt = DEFAULTS["lora_targets"],
+        paged_optimizer: PagedOpt = DEFAULTS["paged_optimizer"],
         tokens: Annotated[float | None, typer.Option(
             "--tokens", min=1, callback=finite(1, MAX_TOKENS),
             help="tokens to train on (default: 20 per parameter)")] = None,
@@ -101,6 +110,7 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1, max=MAX_SEARCH_TOP)] = 10,
+        prices: PricesOpt = None,
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
             "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
@@ -136,14 +146,24 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
+            if cfg.lora.active:
+                raise InputError("--search", f"with --finetune {finetune.value}",
+                                 "full fine-tuning only (the search's memory model has no "
+                                 "adapters): time one layout, or use `gpuplan advise`")
             found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             if html is not None:
                 from gpuplan.cli.html_opt import write
 
                 write(html, "train", found, ctx, as_json)
             return
-        res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
-                             efficiency=eff, scaling=scaling, profile=prof)
+        price = on_demand_price(d.name, usd_per_hour, prices)
+        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                     "source": "not on the price basis: the device file's cloud price ("
+                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
+                             overlap=not no_overlap, efficiency=eff, scaling=scaling,
+                             profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
