@@ -24,7 +24,7 @@ never faster than bytes / bandwidth.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpuplan.errors import InputError
@@ -51,6 +51,23 @@ KERNELS_PER_LAYER = 9
 attention, out-proj, gate/up, activation, down (vLLM / TensorRT-LLM Llama graphs)."""
 ATTENTION_KINDS = ("flash", "paged")
 
+SERVING_FACTORS = (1.0, 1.0, 1.0)
+"""(compute, extra for fp4 compute, memory): shares of the kernel ceilings a serving engine's
+whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps), fitted by
+benchmarks/fit_serving.py on the CALIBRATION family only (see SERVING_CALIBRATION)."""
+SERVING_CALIBRATION = "not fitted"
+
+
+def serving_efficiency(device: Device, compute_dtype: str,
+                       factors: tuple[float, float, float] | None = None) -> Efficiency:
+    """The roofline priors of `device` times the serving end-to-end factors."""
+    c, c4, mem = factors or SERVING_FACTORS
+    base = default_efficiency(device)
+    f = c * (c4 if compute_dtype == "fp4" else 1.0)
+    return replace(base, end_to_end=f, memory_ceiling=base.memory_ceiling * mem,
+                   source=base.source + f"; serving end-to-end: compute x{f:.2f}, memory "
+                   f"x{mem:.2f} ({SERVING_CALIBRATION})")
+
 
 @dataclass(frozen=True)
 class ServeConfig:
@@ -60,6 +77,9 @@ class ServeConfig:
     attention: str = "flash"
     """flash: contiguous KV cache (FlashAttention/FlashDecoding); paged: PagedAttention blocks"""
     act_dtype: str = "bf16"
+    weight_only: bool = False
+    """quantized weights dequantized to act_dtype in the matmul even where the device has a
+    tensor peak for their dtype (GPTQ/AWQ/gpt-fast weight-only kernels)"""
 
     def validate(self, m: ModelSpec) -> None:
         for f, v in (("weight_dtype", self.weight_dtype), ("kv_dtype", self.kv_dtype)):
@@ -182,11 +202,11 @@ def _linear_s(sm: StepModel, tokens: int, logits: int) -> tuple[float, float]:
     return comp + logits * sm.head_flops_per_logit / rate, mem
 
 
-def step_model(m: ModelSpec, device: Device, cfg: ServeConfig,
-               eff: Efficiency | None = None) -> StepModel:
-    """Per-GPU coefficients of an iteration for `m` on `device` under `cfg`."""
+def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency | None = None,
+               factors: tuple[float, float, float] | None = None) -> StepModel:
+    """Per-GPU coefficients of an iteration for `m` on `device` under `cfg`. Without `eff`:
+    the device's priors times the serving factors; with it (a measured profile): as given."""
     cfg.validate(m)
-    eff = eff or default_efficiency(device)
     tp, d, wd = cfg.tp, m.hidden_size, cfg.weight_dtype
     icfg = InferConfig(batch=1, context=1, weight_dtype=wd, kv_dtype=cfg.kv_dtype, tp=tp)
     per_elem = Impl(weight_dtype=wd).weight_bytes()
@@ -204,9 +224,10 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig,
         pair = 2 * m.num_heads * ((m.kv_lora_rank or 0) * 2 + (m.qk_rope_head_dim or 0))
     else:
         pair = 2 * m.num_heads * (m.head_size + m.v_head_size)
-    native = wd in NATIVE_QUANT and device.peak(wd) is not None
+    native = wd in NATIVE_QUANT and device.peak(wd) is not None and not cfg.weight_only
     quantized = DTYPE_BYTES[wd] < 2
     compute_dtype = wd if native else cfg.act_dtype
+    eff = eff or serving_efficiency(device, compute_dtype, factors)
     dequant = DEQUANT_OPS_PER_WEIGHT / per_elem if quantized and not native else 0.0
     ff = (m.expert_size * m.experts_per_token if m.is_moe else m.intermediate_size)
     act = m.num_layers * (8 * d + 3 * ff / tp) * DTYPE_BYTES[cfg.act_dtype]

@@ -1,11 +1,11 @@
 """Serving simulator: requests arrive, a scheduler admits them under the paged KV capacity and
 the engine's limits, and every iteration takes the time the latency model gives.
 
-Schedulers: `continuous` is iteration-level batching (Orca, Yu et al. OSDI'22; vLLM, Kwon et
-al. SOSP'23): requests join and leave at every step; without chunked prefill a step either
-prefills whole new prompts (decodes wait, vLLM's default before chunked prefill) or decodes;
-with chunked prefill (Sarathi, Agrawal et al. 2023) each step decodes every running sequence
-and fills the rest of the token budget with prompt chunks. `static` forms a batch from what is
+Schedulers: `continuous` is iteration-level batching (Orca, Yu et al. OSDI'22, §3-4; vLLM,
+Kwon et al. SOSP'23): requests join and leave at every step, and every step decodes each
+running sequence and fills the rest of the token budget with new prompts, whole (Orca's
+selective batching; TensorRT-LLM in-flight batching) or, with chunked prefill (Sarathi,
+Agrawal et al. 2023), in chunks that fill the budget exactly. `static` forms a batch from what is
 waiting, prefills it, and decodes until its longest request ends (finished slots idle).
 
 Admission reserves ceil((prompt + output) / block) KV blocks per request for its lifetime
@@ -42,7 +42,8 @@ class Engine:
     max_tokens: int = 8192
     """tokens per iteration (prefill chunk + decodes)"""
     scheduler: str = "continuous"
-    chunked_prefill: bool = True
+    chunked_prefill: bool = False
+    """TensorRT-LLM's enable_chunked_prefill default (False); vLLM V1 chunks always"""
 
     def validate(self) -> None:
         for f in ("kv_blocks", "block_size", "max_batch", "max_tokens"):
@@ -257,13 +258,9 @@ def _run_continuous(s: _Sim) -> None:
         for i in s.admit_waiting(slots):
             s.prefill.append([i, 0])
         if s.prefill:
-            if e.chunked_prefill:
-                budget = e.max_tokens - s.n_running
-                if budget > 0:
-                    s.prefill_step(budget, with_decode=True)
-                    continue
-            else:
-                s.prefill_step(e.max_tokens, with_decode=False)
+            budget = e.max_tokens - s.n_running
+            if budget > 0:
+                s.prefill_step(budget, with_decode=True)
                 continue
         if s.n_running:
             blocked = bool(s.waiting) or slots <= 0
