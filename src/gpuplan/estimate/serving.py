@@ -102,9 +102,7 @@ def max_throughput(sm: StepModel, engine: Engine, prompt: int, output: int,
     n = requests or saturating_requests(engine, prompt, output)
     w = poisson_workload(n, None, prompt, output, seed)
     res = simulate(sm, w, engine)
-    need = -(-(prompt + output) // engine.block_size)
-    conc = min(engine.max_batch, engine.kv_blocks // max(need, 1), n)
-    return res, int(conc)
+    return res, res.peak_concurrency
 
 
 def load_curve(sm: StepModel, engine: Engine, workload_at: object, peak_rps: float,

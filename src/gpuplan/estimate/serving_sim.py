@@ -68,6 +68,8 @@ class SimResult:
     kv_peak_blocks: int
     kv_blocks: int
     steps: int
+    peak_concurrency: int
+    """most requests admitted at once (prefilling or decoding)"""
     engine: Engine
     source: str
     assumptions: dict[str, object] = field(default_factory=dict)
@@ -105,6 +107,7 @@ class _Sim:
         self.t, self.nxt, self.steps = 0.0, 0, 0
         self.free = e.kv_blocks
         self.peak = 0
+        self.peak_conc = 0
         self.kv_area = 0.0
         self.held = 0  # tokens in the KV cache (prefilling and running requests)
         self.pf_held = 0  # of which prompts still being prefilled
@@ -139,6 +142,7 @@ class _Sim:
         if got:
             self.admit[got] = self.t
             self.peak = max(self.peak, self.e.kv_blocks - self.free)
+            self.peak_conc = max(self.peak_conc, self.n_running + len(self.prefill) + len(got))
         return got
 
     def advance(self, dt: float) -> None:
@@ -247,7 +251,7 @@ def simulate(sm: StepModel, w: Workload, e: Engine) -> SimResult:
     else:
         _run_continuous(s)
     return SimResult(w.arrival_s, s.admit, s.first, s.finish, w.output, w.prompt, s.done,
-                     s.kv_area, s.peak, e.kv_blocks, s.steps, e, w.source)
+                     s.kv_area, s.peak, e.kv_blocks, s.steps, s.peak_conc, e, w.source)
 
 
 def _run_continuous(s: _Sim) -> None:
