@@ -51,11 +51,15 @@ KERNELS_PER_LAYER = 9
 attention, out-proj, gate/up, activation, down (vLLM / TensorRT-LLM Llama graphs)."""
 ATTENTION_KINDS = ("flash", "paged")
 
-SERVING_FACTORS = (1.0, 1.0, 1.0)
-"""(compute, extra for fp4 compute, memory): shares of the kernel ceilings a serving engine's
-whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps), fitted by
-benchmarks/fit_serving.py on the CALIBRATION family only (see SERVING_CALIBRATION)."""
-SERVING_CALIBRATION = "not fitted"
+SERVING_FACTORS = (0.7, 0.5, 0.8)
+"""(compute, extra for fp4 compute, attention KV reads): shares of the kernel ceilings a
+serving engine's whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps;
+paged decode-attention kernels reading scattered KV blocks), fitted by benchmarks/fit_serving.py
+on the CALIBRATION family only (see SERVING_CALIBRATION). Weight reads keep the roofline's
+memory ceiling: batch-1 decode (gpt-fast) reaches it without a serving loss."""
+SERVING_CALIBRATION = ("fitted 2026-12-01 by benchmarks/fit_serving.py on TensorRT-LLM's "
+                       "Llama-3.3-70B max-throughput rows only (40 rows); validated on its "
+                       "Llama-3.1-8B and 405B rows and on gpt-fast")
 
 
 def serving_efficiency(device: Device, compute_dtype: str,
@@ -64,9 +68,9 @@ def serving_efficiency(device: Device, compute_dtype: str,
     c, c4, mem = factors or SERVING_FACTORS
     base = default_efficiency(device)
     f = c * (c4 if compute_dtype == "fp4" else 1.0)
-    return replace(base, end_to_end=f, memory_ceiling=base.memory_ceiling * mem,
-                   source=base.source + f"; serving end-to-end: compute x{f:.2f}, memory "
-                   f"x{mem:.2f} ({SERVING_CALIBRATION})")
+    return replace(base, end_to_end=f,
+                   source=base.source + f"; serving end-to-end: compute x{f:.2f}, attention "
+                   f"KV reads x{mem:.2f} ({SERVING_CALIBRATION})")
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class ServeConfig:
     attention: str = "flash"
     """flash: contiguous KV cache (FlashAttention/FlashDecoding); paged: PagedAttention blocks"""
     act_dtype: str = "bf16"
+    fused: bool = True
+    """a serving engine's fused kernels (KERNELS_PER_LAYER launches per layer); False: eager
+    PyTorch / Hugging Face, whose launches per layer come from the op builder (ops/decode.py)"""
     weight_only: bool = False
     """quantized weights dequantized to act_dtype in the matmul even where the device has a
     tensor peak for their dtype (GPTQ/AWQ/gpt-fast weight-only kernels)"""
@@ -118,6 +125,9 @@ class StepModel:
     dequant_ops_per_weight_byte: float
     matmuls_per_step: int
     layers: int
+    kernels_per_layer: float
+    kv_read_factor: float
+    """share of the attention kernels' memory roofline reached on KV reads"""
     allreduce_s: tuple[float, float]
     """(latency, seconds per token) of one layer's two all-reduces"""
     assumptions: dict[str, object] = field(default_factory=dict)
@@ -155,7 +165,7 @@ class StepModel:
     def overhead_s(self, tokens: int) -> float:
         lat, per_token = self.allreduce_s
         comm = self.layers * (lat + per_token * tokens) if self.cfg.tp > 1 else 0.0
-        return comm + self.layers * KERNELS_PER_LAYER * self.eff.kernel_overhead_s
+        return comm + self.layers * self.kernels_per_layer * self.eff.kernel_overhead_s
 
     def time_s(self, decode_seqs: int, decode_ctx: float, prefill_tokens: int = 0,
                prefill_pairs: float = 0.0, prefill_logits: int = 0) -> float:
@@ -194,7 +204,7 @@ def _attention_rates(sm: StepModel) -> tuple[float, float]:
     big = 1e12
     op = Op("attn.core", "attention", big, big, 0.0, sm.cfg.act_dtype, "decode", kernels=0)
     t = op_time(op, sm.device, sm.eff)
-    return big / t.compute_s, big / t.memory_s
+    return big / t.compute_s, big / t.memory_s * sm.kv_read_factor
 
 
 def _linear_s(sm: StepModel, tokens: int, logits: int) -> tuple[float, float]:
@@ -227,11 +237,13 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
     native = wd in NATIVE_QUANT and device.peak(wd) is not None and not cfg.weight_only
     quantized = DTYPE_BYTES[wd] < 2
     compute_dtype = wd if native else cfg.act_dtype
+    kv_factor = 1.0 if eff is not None else (factors or SERVING_FACTORS)[2]
     eff = eff or serving_efficiency(device, compute_dtype, factors)
     dequant = DEQUANT_OPS_PER_WEIGHT / per_elem if quantized and not native else 0.0
     ff = (m.expert_size * m.experts_per_token if m.is_moe else m.intermediate_size)
     act = m.num_layers * (8 * d + 3 * ff / tp) * DTYPE_BYTES[cfg.act_dtype]
     ar = _allreduce(device, tp, d * DTYPE_BYTES[cfg.act_dtype])
+    kernels = KERNELS_PER_LAYER if cfg.fused else eager_kernels_per_layer(m, cfg.act_dtype)
     assumptions: dict[str, object] = {
         "weight_dtype": wd, "kv_dtype": cfg.kv_dtype, "tp": tp, "attention": cfg.attention,
         "matmul_dtype": compute_dtype,
@@ -240,7 +252,7 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
         if quantized else "16-bit",
         "moe_experts_read": "E x (1 - (1 - k/E)^tokens) per MoE layer" if m.is_moe else None,
         "tp_comm": "2 all-reduces per layer (Megatron-LM)" if tp > 1 else None,
-        "kernels_per_layer": KERNELS_PER_LAYER,
+        "kernels_per_layer": kernels,
         "kernel_overhead_s": eff.kernel_overhead_s,
         "paged_kv_slowdown": PAGED_KV_SLOWDOWN if cfg.attention == "paged" else None,
         "efficiency": eff.source,
@@ -252,8 +264,17 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
         attn_flops_per_pair=pair * full_layers / tp, kv_bytes_per_token=kv,
         act_bytes_per_token=act, compute_dtype=compute_dtype,
         dequant_ops_per_weight_byte=dequant, matmuls_per_step=4 * m.num_layers + 1,
-        layers=m.num_layers, allreduce_s=ar,
+        layers=m.num_layers, allreduce_s=ar, kernels_per_layer=kernels,
+        kv_read_factor=kv_factor,
         assumptions={k: v for k, v in assumptions.items() if v is not None})
+
+
+def eager_kernels_per_layer(m: ModelSpec, act_dtype: str) -> float:
+    """Kernel launches per layer of an unfused decode step, counted from the op builder."""
+    from gpuplan.ops.decode import build_decode
+
+    ops = build_decode(m, 1, 16, Impl(fused=False, dtype=act_dtype))
+    return sum(o.kernels * o.count for o in ops) / m.num_layers
 
 
 def _allreduce(device: Device, tp: int, bytes_per_token: float) -> tuple[float, float]:
