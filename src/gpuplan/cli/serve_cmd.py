@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
             from gpuplan.estimate.serve_plan import run_sim
 
             r = run_sim(ctx, prompt_len, output_len, max_throughput, rate, requests, scheduler.value,
-                        chunked_prefill, seed, trace and _read(trace, "--trace"), slo_ttft,
+                        chunked_prefill, seed, _read(trace, "--trace") if trace else None, slo_ttft,
                         slo_tpot, max_batch, max_tokens, block_size, kv_fraction, curve or
                         plot is not None, str(trace) if trace else None)
         else:
@@ -126,7 +126,8 @@ def register(app: typer.Typer) -> None:
                             _int_len("--output-len", output_len), batch, block_size)
         from gpuplan.estimate.serve_plan import add_cost
 
-        add_cost(r, ctx, usd_per_gpu_hour, api_prices and _read(api_prices, "--api-prices"))
+        add_cost(r, ctx, usd_per_gpu_hour,
+                 _read(api_prices, "--api-prices") if api_prices else None)
         if prof is not None:
             r["assumptions"]["profile"] = prof
         if plot is not None:

@@ -36,8 +36,8 @@ def run_latency(ctx: dict[str, Any], prompt: int, output: int, batch: int,
         batch=batch, context=prompt + output, weight_dtype=cfg.weight_dtype,
         kv_dtype=cfg.kv_dtype, tp=cfg.tp, block_size=block_size,
         cuda_context_bytes=_ctx_bytes(d)))
-    r = lat.to_json()
-    assumptions = r.pop("assumptions")
+    r: dict[str, Any] = lat.to_json()
+    assumptions: dict[str, Any] = r.pop("assumptions")
     r.update({"mode": "batch", "tp": cfg.tp, "gpus": cfg.tp, "memory": mem.to_json(),
               "fits": mem.fits, "input_tokens_per_s": batch * prompt / lat.e2e_latency_s,
               "requests_per_s": batch / lat.e2e_latency_s,

@@ -80,16 +80,20 @@ class SimResult:
 
     @property
     def ttft_s(self) -> np.ndarray:
-        return self.first_token_s - self.arrival_s
+        out: np.ndarray = self.first_token_s - self.arrival_s
+        return out
 
     @property
     def tpot_s(self) -> np.ndarray:
         gaps = np.maximum(self.output - 1, 1)
-        return np.where(self.output > 1, (self.finish_s - self.first_token_s) / gaps, 0.0)
+        out: np.ndarray = np.where(self.output > 1,
+                                   (self.finish_s - self.first_token_s) / gaps, 0.0)
+        return out
 
     @property
     def queue_s(self) -> np.ndarray:
-        return self.admit_s - self.arrival_s
+        out: np.ndarray = self.admit_s - self.arrival_s
+        return out
 
 
 class _Sim:

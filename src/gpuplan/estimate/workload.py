@@ -54,7 +54,8 @@ def parse_lengths(field: str, spec: str | int, n: int, rng: np.random.Generator)
         x = rng.exponential(nums[0], n)
     else:
         raise bad
-    return np.maximum(1, np.rint(x)).astype(np.int64)
+    out: np.ndarray = np.maximum(1, np.rint(x)).astype(np.int64)
+    return out
 
 
 def poisson_workload(requests: int, rate: float | None, prompt: str | int, output: str | int,

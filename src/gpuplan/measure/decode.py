@@ -29,7 +29,7 @@ def measure_decode(device: str = "cpu", prompt: int = 128, output: int = 64, bat
     tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     cfg = LlamaConfig(**{k: v for k, v in DECODER_CONFIG.items()
                          if k not in ("model_type", "architectures")})
-    model = LlamaForCausalLM(cfg).to(device=device, dtype=tdt).eval()
+    model = LlamaForCausalLM(cfg).to(device=device, dtype=tdt).eval()  # type: ignore[call-arg]
     params = sum(p.numel() for p in model.parameters())
     ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device=device)
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import GpuplanError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 class ApiPrice(BaseModel):
