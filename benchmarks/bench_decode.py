@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def main() -> None:
     meas = measure_decode(args.device, args.prompt, args.output, 1, dtype)
     lines = [
         f"# bench_decode {dt.date.today()} {args.device} ({prof['device']}), "
-        f"{meas['threads']} threads, Python {platform.python_version()}",
+        f"{meas['threads']} threads, Python {platform.python_version()}, load average "
+        f"{prof['identity'].get('load_average_start')} -> {os.getloadavg()}",
         f"# model: {meas['params'] / 1e6:.1f}M-param Llama decoder from a transformers config "
         f"(random weights), {dtype}, batch 1, prompt {args.prompt}, output {args.output}",
         f"# profile: matmul {json.dumps(prof['matmul_flops_per_s'])} FLOP/s, memory "
