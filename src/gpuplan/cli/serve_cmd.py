@@ -111,7 +111,8 @@ def register(app: typer.Typer) -> None:
             eff, prof = apply(profile, d)
         sm = step_model(m, d, cfg, eff)
         ctx = {"m": m, "d": d, "cfg": cfg, "sm": sm}
-        simulated = max_throughput or rate is not None or trace is not None or curve
+        simulated = (max_throughput or rate is not None or trace is not None or curve
+                     or plot is not None)
         if simulated:
             from gpuplan.estimate.serve_plan import run_sim
 

@@ -106,7 +106,7 @@ def max_throughput(sm: StepModel, engine: Engine, prompt: int, output: int,
 
 
 def load_curve(sm: StepModel, engine: Engine, workload_at: object, peak_rps: float,
-               fractions: tuple[float, ...] = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1),
+               fractions: tuple[float, ...] = (0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.25, 1.5),
                schedulers: tuple[str, ...] = ("continuous", "static")) -> list[dict[str, object]]:
     """Throughput and p99 latencies as the arrival rate grows to past saturation, per
     scheduler. `workload_at(rate)` returns the request stream at that rate."""
