@@ -220,8 +220,12 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
     tp, d, wd = cfg.tp, m.hidden_size, cfg.weight_dtype
     icfg = InferConfig(batch=1, context=1, weight_dtype=wd, kv_dtype=cfg.kv_dtype, tp=tp)
     per_elem = Impl(weight_dtype=wd).weight_bytes()
-    embed = m.vocab_size * d / tp * DTYPE_BYTES[cfg.act_dtype] if not m.tie_embeddings else 0.0
-    total = weight_bytes(m, icfg) - embed
+    # the memory planner keeps embedding, head and norms 16-bit; fp32 checkpoints keep them fp32
+    wide = DTYPE_BYTES[wd] > 2
+    total = weight_bytes(m, replace(icfg, weight_dtype="bf16")) * 2 if wide else \
+        weight_bytes(m, icfg)
+    embed = m.vocab_size * d / tp * (4.0 if wide else 2.0) if not m.tie_embeddings else 0.0
+    total -= embed
     expert = m.mlp_params(m.expert_size) * per_elem / tp if m.is_moe else 0.0
     dense = total - m.num_moe_layers * m.num_experts * expert
     head = 2.0 * d * m.vocab_size / tp
