@@ -123,7 +123,9 @@ def test_roofline_train_memory_with_profile_change_and_say_so(tmp_path, capsys):
     assert str(f) in prof["assumptions"]["efficiency"]["source"]
     assert prof["assumptions"]["profile"]["measured_on_this_device"] is False
     assert prof["ridge_flops_per_byte"] == pytest.approx(5e14 / 2e12)
-    tr = ["train", "llama-2-7b", "--gpu", "h100", "--gpus", "8"]
+    # ZeRO-1: 7B with AdamW needs its optimizer states sharded to fit 80 GB (--zero defaults
+    # to 0 in every command since issue 9)
+    tr = ["train", "llama-2-7b", "--gpu", "h100", "--gpus", "8", "--zero", "1"]
     assert run(*tr, "--profile", str(f))["step_time_s"] != run(*tr)["step_time_s"]
     mem = ["memory", "llama-2-7b", "--gpu", "h100"]
     m1, m2 = run(*mem), run(*mem, "--profile", str(f))

@@ -44,6 +44,13 @@ _SECONDS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-
 _NUMBER = r"[-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _QUANTITY = re.compile(rf"^\s*(\$)?\s*({_NUMBER})\s*([A-Za-zµ/$]*(?:/[A-Za-z]+)?)\s*$")
 
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5,
+    "int4": 0.5,
+}
+"""Bytes per element of each dtype (IEEE 754 widths; tf32 is stored in 32 bits; fp8 E4M3/E5M2
+and int8 one byte; fp4 (E2M1) and int4 half a byte, packed two per byte)"""
+
 
 def _number(text: str) -> Decimal:
     try:

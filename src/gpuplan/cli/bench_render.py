@@ -9,8 +9,9 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.report.output import table
+from gpuplan.units import DTYPE_BYTES
 
-ELEM_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+ELEM_BYTES = DTYPE_BYTES
 
 
 def _s(x: float | None) -> str:

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
     def flops(
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="sequences")] = 1,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1, help="tokens each")] = 2048,
+        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1, help="tokens each")] = 4096,
         causal: Annotated[bool, typer.Option(
             "--causal", help="count only the unmasked half of causal attention scores")] = False,
         as_json: JsonOpt = False,

@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
         seq_len: Annotated[int, typer.Option(
-            "--seq-len", "-s", min=1, help="tokens per sequence (decode: cached context)")] = 2048,
+            "--seq-len", "-s", min=1, help="tokens per sequence (decode: cached context)")] = 4096,
         phase: Annotated[PhaseChoice, typer.Option("--phase")] = PhaseChoice.train,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] = AttentionChoice.flash,
         dtype: Annotated[DtypeChoice, typer.Option("--dtype", help="compute dtype")] =

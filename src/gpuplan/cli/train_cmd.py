@@ -2,77 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
-from gpuplan.cli.options import (
-    AttentionChoice,
-    FsdpChoice,
-    OptimizerChoice,
-    PrecisionChoice,
-    RecomputeChoice,
+from gpuplan.cli.job_opts import (
+    DEFAULTS,
+    AttentionOpt,
+    CpOpt,
+    CudaContextOpt,
+    EpOpt,
+    FragmentationOpt,
+    FsdpOpt,
+    FusedOpt,
+    GlobalBatchOpt,
+    GradFp32Opt,
+    MicroBatchOpt,
+    NoDropoutOpt,
+    OffloadOpt,
+    OptimizerOpt,
+    PpOpt,
+    PrecisionOpt,
+    RecomputeOpt,
+    SeqLenOpt,
+    SpOpt,
+    TargetOpt,
+    TpOpt,
+    VirtualOpt,
+    ZeroOpt,
+    train_job,
 )
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
-from gpuplan.report.output import emit, table
-
-
-def _pct(x: float | None) -> str:
-    return f"{x:.1%}" if x is not None else "-"
-
-
-def _render(con: Console, r: dict[str, Any]) -> None:
-    lay = r["layout"]
-    title = (f"{r['model']} on {r['gpus']} x {r['device']} (dp {lay['dp']}, tp {lay['tp']}, pp "
-             f"{lay['pp']}, cp {lay['cp']}, ep {lay['ep']}, ZeRO {lay['zero']}), micro-batch "
-             f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
-    if not r["fits"]:
-        mem = r["memory"]
-        con.print(f"{title}\nDOES NOT FIT: {units.format_bytes(mem['total_bytes'])} per GPU of "
-                  f"{units.format_bytes(mem['capacity_bytes'])}; not timed. Try `gpuplan memory "
-                  f"... --fix` or --search.")
-        return
-    t = table(title, [("", "left"), ("value", "right")],
-              caption="MFU: model FLOPs (no recompute, attention in full) / dense peak; "
-                      "HFU counts recomputation. Overlap: " + r["assumptions"]["overlap"]
-                      + ". Efficiency: " + r["assumptions"]["efficiency"]["source"])
-    t.add_row("step time", units.format_seconds(r["step_time_s"]))
-    t.add_row("tokens / s", f"{r['tokens_per_s']:,.0f}")
-    t.add_row("model TFLOP/s per GPU", f"{r['model_flops_per_s_per_gpu'] / 1e12:,.1f}")
-    t.add_row("MFU / HFU", f"{_pct(r['mfu'])} / {_pct(r['hfu'])}")
-    t.add_row("communication exposed / total",
-              f"{units.format_seconds(r['comm_exposed_s'])} / "
-              f"{units.format_seconds(r['comm_time_s'])}")
-    t.add_row("pipeline bubble", _pct(r["bubble_fraction"]))
-    t.add_row("memory per GPU", f"{units.format_bytes(r['memory']['total_bytes'])} of "
-                                f"{units.format_bytes(r['memory']['capacity_bytes'])}")
-    for k, v in r["breakdown_s"].items():
-        if v:
-            t.add_row(f"  {k.replace('_', ' ')}", f"{units.format_seconds(v)} "
-                                                   f"({v / r['step_time_s']:.0%})")
-    t.add_row("dominant term", r["dominant"].replace("_", " "))
-    run = r.get("run")
-    if run:
-        t.add_row(f"run: {run['tokens']:.3g} tokens", f"{run['wall_days']:.3g} days, "
-                                                      f"{run['gpu_hours']:,.0f} GPU-hours")
-        t.add_row("energy", f"{run['energy_kwh']:,.0f} kWh (TDP x 0.8 x PUE 1.2)")
-        if run["cost_usd"] is not None:
-            t.add_row("cost", f"{units.format_usd(run['cost_usd'])} at "
-                              f"${run['usd_per_gpu_hour']:.2f}/GPU-h")
-    con.print(t)
-    if r.get("scaling"):
-        s = table("scaling (data parallel; per-GPU batch fixed)",
-                  [("GPUs", "right"), ("tokens/s", "right"), ("speedup", "right"),
-                   ("efficiency", "right"), ("MFU", "right"), ("why", "left")])
-        for p in r["scaling"]:
-            s.add_row(str(p["gpus"]), f"{p['tokens_per_s']:,.0f}" if p["tokens_per_s"] else "-",
-                      f"{p.get('speedup', 0):.2f}x" if p.get("speedup") else "-",
-                      _pct(p.get("efficiency")), _pct(p.get("mfu")), p.get("why", ""))
-        con.print(s)
+from gpuplan.report.output import emit
+from gpuplan.report.train import render_train
 
 
 def register(app: typer.Typer) -> None:
@@ -87,28 +51,31 @@ def register(app: typer.Typer) -> None:
         None,
         scale_out_gbps: Annotated[float | None, typer.Option(
             "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
-        dp: Annotated[int | None, typer.Option("--dp", min=1, help="default: the rest")] = None,
-        tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
-        pp: Annotated[int, typer.Option("--pp", min=1)] = 1,
-        cp: Annotated[int, typer.Option("--cp", min=1)] = 1,
-        ep: Annotated[int, typer.Option("--ep", min=1)] = 1,
-        zero: Annotated[int, typer.Option("--zero", min=0, max=3)] = 1,
-        fsdp: Annotated[FsdpChoice, typer.Option("--fsdp")] = FsdpChoice.none,
-        recompute: Annotated[RecomputeChoice, typer.Option("--recompute")] =
-        RecomputeChoice.none,
-        sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel")] = False,
-        virtual_stages: Annotated[int, typer.Option("--virtual-stages", min=1)] = 1,
-        attention: Annotated[AttentionChoice, typer.Option("--attention")] =
-        AttentionChoice.flash,
-        fused: Annotated[bool, typer.Option(
-            "--fused", help="fused norm/activation kernels (Megatron, torch.compile)")] = False,
-        precision: Annotated[PrecisionChoice, typer.Option("--precision")] =
-        PrecisionChoice.bf16_mixed,
-        optimizer: Annotated[OptimizerChoice, typer.Option("--optimizer")] =
-        OptimizerChoice.adamw,
-        micro_batch: Annotated[int, typer.Option("--micro-batch", min=1)] = 1,
-        global_batch: Annotated[int | None, typer.Option("--global-batch", min=1)] = None,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1)] = 4096,
+        dp: Annotated[int | None, typer.Option(
+            "--dp", min=1, rich_help_panel="Parallel layout",
+            help="data parallel GPUs (default: the rest)")] = None,
+        tp: TpOpt = DEFAULTS["tp"],
+        pp: PpOpt = DEFAULTS["pp"],
+        cp: CpOpt = DEFAULTS["cp"],
+        ep: EpOpt = DEFAULTS["ep"],
+        zero: ZeroOpt = DEFAULTS["zero"],
+        fsdp: FsdpOpt = DEFAULTS["fsdp"],
+        recompute: RecomputeOpt = DEFAULTS["recompute"],
+        sequence_parallel: SpOpt = DEFAULTS["sequence_parallel"],
+        virtual_stages: VirtualOpt = DEFAULTS["virtual_stages"],
+        attention: AttentionOpt = DEFAULTS["attention"],
+        fused: FusedOpt = DEFAULTS["fused"],
+        precision: PrecisionOpt = DEFAULTS["precision"],
+        optimizer: OptimizerOpt = DEFAULTS["optimizer"],
+        micro_batch: MicroBatchOpt = DEFAULTS["micro_batch"],
+        global_batch: GlobalBatchOpt = DEFAULTS["global_batch"],
+        seq_len: SeqLenOpt = DEFAULTS["seq_len"],
+        grad_fp32: GradFp32Opt = DEFAULTS["grad_fp32"],
+        offload_optimizer: OffloadOpt = DEFAULTS["offload_optimizer"],
+        no_dropout: NoDropoutOpt = DEFAULTS["no_dropout"],
+        target: TargetOpt = DEFAULTS["target"],
+        cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
+        fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
         tokens: Annotated[float | None, typer.Option(
             "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
@@ -123,9 +90,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
-        from gpuplan.estimate.memory import TrainConfig
-        from gpuplan.estimate.runs import run_totals, scaling_curve
-        from gpuplan.estimate.training import step_time
+        from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
 
@@ -138,12 +103,7 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        cfg = TrainConfig(micro_batch=micro_batch, seq_len=seq_len, precision=precision.value,
-                          optimizer=optimizer.value, zero=zero, fsdp=fsdp.value, dp=dp, tp=tp,
-                          pp=pp, cp=cp, ep=ep, sp=sequence_parallel,
-                          virtual_stages=virtual_stages, recompute=recompute.value,
-                          attention=attention.value, global_batch=global_batch,  # type: ignore[arg-type]
-                          dropout=False, fused=fused)
+        cfg = train_job(dict(locals()), dp, d.kind)
         eff, prof = None, None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -155,21 +115,7 @@ def register(app: typer.Typer) -> None:
 
             run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             return
-        res = step_time(m, cluster, cfg, efficiency=eff, overlap=not no_overlap)
-        r: dict[str, Any] = {"model": m.name, "device": d.name, **res.to_json(),
-                             "layout": {"dp": dp, "tp": tp, "pp": pp, "cp": cp, "ep": ep,
-                                        "zero": cfg.zero_stage, "micro_batch": micro_batch,
-                                        "seq_len": seq_len}}
-        totals = run_totals(m, res, cluster, tokens, usd_per_hour)
-        r["run"] = totals.to_json() if totals else None
-        r["gpu_hours"] = totals.gpu_hours if totals else None
-        r["cost_usd"] = totals.cost_usd if totals else None
-        if prof is not None:
-            r["assumptions"]["profile"] = prof
-        if scaling:
-            base = TrainConfig(**{**cfg.__dict__, "dp": 1,
-                                  "global_batch": (cfg.global_batch // dp) if cfg.global_batch
-                                  else None})
-            r["scaling"] = scaling_curve(m, cluster, base, gpus, overlap=not no_overlap,
-                                         efficiency=eff)
-        emit(r, as_json, lambda con: _render(con, r))
+        res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
+                             efficiency=eff, scaling=scaling, profile=prof)
+        r = res.to_json()
+        emit(r, as_json, lambda con: render_train(con, r))

@@ -30,8 +30,11 @@ class FixStep:
     total_bytes: int
     capacity_bytes: int
     fits: bool
+    """total <= capacity (the same meaning as the memory result's `fits`)"""
     command: str
     device: str
+    fits_with_margin: bool | None = None
+    """inference: total <= capacity less the safety margin (what the chain aims for)"""
 
 
 def train_command(model: str, device: str, c: TrainConfig) -> str:
@@ -55,6 +58,14 @@ def train_command(model: str, device: str, c: TrainConfig) -> str:
         parts.append(f"--attention {c.attention}")
     if c.offload_optimizer:
         parts.append("--offload-optimizer")
+    if c.virtual_stages > 1:
+        parts.append(f"--virtual-stages {c.virtual_stages}")
+    for flag, on in (("--fused", c.fused), ("--grad-fp32", c.grad_dtype == "fp32"),
+                     ("--no-dropout", not c.dropout)):
+        if on:
+            parts.append(flag)
+    if c.target != "auto":
+        parts.append(f"--target {c.target}")
     return " ".join(parts)
 
 
@@ -158,8 +169,9 @@ def infer_fix_chain(m: ModelSpec, device: Device, cfg: InferConfig, model_arg: s
 
     def add(change: str, cost: str, c: InferConfig, dev: Device = device) -> _Fit:
         r = infer_memory(m, dev, c)
-        steps.append(FixStep(change, cost, r.total_bytes, r.capacity_bytes, r.fits_with_margin,
-                             infer_command(model_arg, dev.name, c), dev.name))
+        steps.append(FixStep(change, cost, r.total_bytes, r.capacity_bytes, r.fits,
+                             infer_command(model_arg, dev.name, c), dev.name,
+                             r.fits_with_margin))
         return _Fit(r.fits_with_margin)
 
     c = cfg

@@ -7,33 +7,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.memory import CUDA_CONTEXT_BYTES, NCCL_BYTES, MemoryResult, capacity_note
+from gpuplan.estimate.memory import NCCL_BYTES, MemoryResult, capacity_note
 from gpuplan.estimate.partition import stages
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.blocks import FP32
 from gpuplan.ops.transformer import Impl, kv_bytes_per_token
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.workload import InferConfig
+from gpuplan.units import DTYPE_BYTES
 
-
-@dataclass(frozen=True)
-class InferConfig:
-    batch: int
-    context: int
-    """tokens per sequence held in the KV cache (prompt + generated)"""
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    tp: int = 1
-    prefill_chunk: int | None = None
-    """tokens processed in one prefill step (default: min(batch x context, 8192))"""
-    block_size: int | None = None
-    """paged KV cache block size in tokens (vLLM default 16); None = exact"""
-    margin: float = 0.10
-    """safety margin kept free when computing max_batch / max_context"""
-    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
-    fragmentation: float = 0.05
+__all__ = ["InferConfig", "infer_memory", "kv_cache_bytes", "weight_bytes"]
 
 
 def kv_cache_bytes(m: ModelSpec, cfg: InferConfig, batch: int, context: int) -> float:

@@ -13,23 +13,38 @@ Inference memory is in `estimate.inference` (same MemoryResult).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Any, Protocol
 
-from gpuplan.errors import InputError
+import numpy as np
+
 from gpuplan.estimate.partition import Stage, stages
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32
+from gpuplan.ops.blocks import FP32
+from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
 from gpuplan.ops.transformer import (
     BLOCK_ATTN,
     BLOCK_ATTN_WINDOW,
     BLOCK_MLP,
     BLOCK_MOE,
-    Impl,
     build_training,
     local_sizes,
 )
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.workload import (
+    CUDA_CONTEXT_BYTES,
+    FRAGMENTATION,
+    Optimizer,
+    Precision,
+    Recompute,
+    TrainConfig,
+)
+from gpuplan.units import DTYPE_BYTES
+
+__all__ = ["CUDA_CONTEXT_BYTES", "FRAGMENTATION", "Layout", "MemoryProfile", "MemoryResult",
+           "Optimizer", "Precision", "Recompute", "TrainConfig", "in_flight",
+           "memory_profile", "model_state_bytes", "stage_facts", "stage_memory", "stage_total",
+           "train_memory"]
 
 
 class TracedModel(Protocol):
@@ -41,99 +56,13 @@ class TracedModel(Protocol):
     ops: OpList
 
 
-Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
-Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor"]
-Recompute = Literal["none", "selective", "full"]
-
-GiB = 2**30
-CUDA_CONTEXT_BYTES = int(0.5 * GiB)
-"""CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process (typically 0.3-0.8 GiB; an
-assumption: `gpuplan bench` measures it)"""
-NCCL_BYTES = int(0.25 * GiB)
+NCCL_BYTES = int(0.25 * 2**30)
 """NCCL communicator buffers per process when any parallelism > 1 (assumption)"""
 DDP_BUCKET_BYTES = 25 * 2**20
 """torch DistributedDataParallel bucket_cap_mb default (25 MiB); two in flight"""
 OFFLOAD_BUCKET_ELEMENTS = 500_000_000
 """DeepSpeed ZeRO reduce_bucket_size default (5e8 elements): with ZeRO-Offload the gradients
 pass through this GPU bucket on their way to the CPU"""
-FRAGMENTATION = 0.10
-"""share of dynamic memory (activations + buffers) lost to allocator fragmentation
-(assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training configuration (per-GPU view comes from the parallel degrees)."""
-
-    micro_batch: int
-    seq_len: int
-    precision: Precision = "bf16-mixed"
-    optimizer: Optimizer = "adamw"
-    zero: int = 0
-    """ZeRO stage 0-3 over the data-parallel group (FSDP full shard = 3)"""
-    fsdp: Literal["none", "full", "hybrid"] = "none"
-    shard_size: int | None = None
-    """hybrid shard: GPUs per sharding group (default: GPUs per node, 8)"""
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    sp: bool = False
-    virtual_stages: int = 1
-    recompute: Recompute = "none"
-    attention: Literal["flash", "naive"] = "flash"
-    grad_dtype: Literal["auto", "fp32"] = "auto"
-    """auto: gradients in the compute dtype (16-bit for mixed precision); fp32: accumulated in
-    fp32 (Megatron-LM main_grad)"""
-    offload_optimizer: bool = False
-    global_batch: int | None = None
-    dropout: bool = True
-    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
-    fragmentation: float = FRAGMENTATION
-    fused: bool = False
-    """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
-    target: Literal["auto", "cpu", "cuda"] = "auto"
-    """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
-
-    @property
-    def grad_accum(self) -> int:
-        if self.global_batch is None:
-            return 1
-        return max(1, self.global_batch // (self.micro_batch * self.dp))
-
-    @property
-    def compute_dtype(self) -> str:
-        return {"fp32": "fp32", "fp16-mixed": "fp16", "bf16-mixed": "bf16",
-                "fp8-mixed": "bf16"}[self.precision]
-
-    @property
-    def shard_group(self) -> int:
-        """GPUs that shard model states: dp x cp for ZeRO/FSDP full, the shard group for
-        hybrid."""
-        # context-parallel ranks hold the same parameters and join the gradient reduction
-        group = self.dp * self.cp
-        if self.fsdp == "hybrid":
-            return min(group, self.shard_size or 8)
-        return group
-
-    @property
-    def zero_stage(self) -> int:
-        return 3 if self.fsdp in ("full", "hybrid") else self.zero
-
-
-def validate(cfg: TrainConfig) -> None:
-    for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
-        v = getattr(cfg, f)
-        if not isinstance(v, int) or v < 1:
-            raise InputError(f, v, "a whole number >= 1")
-    if cfg.zero not in (0, 1, 2, 3):
-        raise InputError("zero", cfg.zero, "0, 1, 2 or 3")
-    if cfg.global_batch is not None and cfg.global_batch % (cfg.micro_batch * cfg.dp):
-        raise InputError("global_batch", cfg.global_batch,
-                         f"a multiple of micro_batch x dp = {cfg.micro_batch * cfg.dp}")
-    if not 0 <= cfg.fragmentation < 1:
-        raise InputError("fragmentation", cfg.fragmentation, "a fraction in [0, 1)")
 
 
 # ---- bytes per parameter -------------------------------------------------------------------
@@ -165,30 +94,66 @@ STEP_COUNTER_BYTES = 4
 """torch.optim Adam/AdamW keep a 0-dim fp32 `step` tensor per parameter tensor"""
 
 
-def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: float,
-                      matrix_params: float, tensors: float) -> tuple[float, float, float]:
+Array = Any
+"""a float (one job) or a numpy array (many layouts at once, in the search)"""
+
+
+def scalar(x: Array) -> Array:
+    """A 0-d numpy result back to a Python float; arrays pass through."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the layout search varies within one (tp, cp, ep, recompute, micro-batch) group:
+    scalars for one job (`Layout.of`), numpy arrays for many layouts."""
+
+    z: Array
+    """ZeRO stage (FSDP full/hybrid = 3)"""
+    shard: Array
+    """GPUs that shard the model states"""
+    offload: Array
+    dp: Array
+    pp: Array
+    v: Array
+    """virtual pipeline stages"""
+    n_micro: Array
+    """micro-batches per step and data-parallel rank"""
+
+    @classmethod
+    def of(cls, cfg: TrainConfig) -> Layout:
+        micro = cfg.global_batch // (cfg.micro_batch * cfg.dp) if cfg.global_batch else cfg.pp
+        return cls(cfg.zero_stage, cfg.shard_group, cfg.offload_optimizer, cfg.dp, cfg.pp,
+                   cfg.virtual_stages, micro)
+
+
+def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
+                      matrix_params: Array, tensors: Array,
+                      lay: Layout | None = None) -> tuple[Array, Array, Array]:
     """(weights, gradients, optimizer) bytes on one GPU holding `params` parameters.
 
     ZeRO (Rajbhandari et al. 2020 §5.1-5.3): stage 1 shards the optimizer states, stage 2
     also the gradients, stage 3 also the weights, over the shard group (the data-parallel
-    GPUs; FSDP hybrid: the GPUs of one sharding group)."""
+    GPUs; FSDP hybrid: the GPUs of one sharding group). ZeRO-Offload (Ren et al. 2021 §4.1):
+    optimizer states and step on the CPU; with ZeRO-2/3 the gradients follow them there,
+    bucket by bucket (counted in other: gradient_buckets)."""
+    lay = lay or Layout.of(cfg)
     bpp = state_bytes_per_param(cfg)
-    shard, z = cfg.shard_group, cfg.zero_stage
     weights = params * bpp["weights"]
     if cfg.precision == "fp8-mixed":  # fp8 copies of the matmul weights (Transformer Engine)
-        weights += matrix_params
+        weights = weights + matrix_params
     grads = params * bpp["gradients"]
     opt = params * bpp["optimizer"]
     if cfg.optimizer == "adafactor" and m is not None:
-        opt += adafactor_factored_bytes(m, params)
+        opt = opt + adafactor_factored_bytes(m, params)
     if cfg.optimizer in ("adam", "adamw"):
-        opt += tensors * STEP_COUNTER_BYTES
-    if cfg.offload_optimizer:  # ZeRO-Offload (Ren et al. 2021 §4.1): optimizer states and
-        opt = 0.0  # step on the CPU; with ZeRO-2/3 the gradients follow them there, bucket by
-        if cfg.zero_stage >= 2:  # bucket (counted in other: gradient_buckets)
-            grads = 0.0
-    return (weights / (shard if z >= 3 else 1), grads / (shard if z >= 2 else 1),
-            opt / (shard if z >= 1 else 1))
+        opt = opt + tensors * STEP_COUNTER_BYTES
+    z, off = lay.z, lay.offload
+    opt = np.where(off, 0.0, opt)
+    grads = np.where(np.logical_and(off, z >= 2), 0.0, grads)
+    return (scalar(weights / np.where(z >= 3, lay.shard, 1)),
+            scalar(grads / np.where(z >= 2, lay.shard, 1)),
+            scalar(opt / np.where(z >= 1, lay.shard, 1)))
 
 
 # ---- results -------------------------------------------------------------------------------
@@ -244,15 +209,7 @@ class MemoryResult:
 
 # ---- training -----------------------------------------------------------------------------
 
-def _impl(cfg: TrainConfig, device: Device) -> Impl:
-    target = cfg.target if cfg.target != "auto" else ("cpu" if device.kind == "cpu" else "cuda")
-    return Impl(attention=cfg.attention, target=target,
-                dtype=cfg.compute_dtype, matmul_dtype="fp8" if cfg.precision == "fp8-mixed"
-                else None, tp=cfg.tp, sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute,
-                dropout=cfg.dropout, fused=cfg.fused)
-
-
-def _saved_per_block(ops: OpList) -> dict[str, float]:
+def saved_per_block(ops: OpList) -> dict[str, float]:
     """Saved bytes of one layer of each block kind, and of the once-only parts."""
     out: dict[str, float] = {}
     for o in ops.phase("forward"):
@@ -277,92 +234,168 @@ def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float])
     return total
 
 
-def in_flight(cfg: TrainConfig, stage: int) -> float:
+def in_flight(lay: Layout, stage: int) -> Array:
     """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
     min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
     et al. 2022 §4.2.3). Gradient accumulation without a pipeline: one at a time."""
-    if cfg.pp == 1:
-        return 1.0
-    micro = cfg.global_batch // (cfg.micro_batch * cfg.dp) if cfg.global_batch else cfg.pp
-    held = float(min(cfg.pp - stage, max(micro, 1)))
-    if cfg.virtual_stages > 1:
-        held *= 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages)
-    return held
+    pp, v = lay.pp, lay.v
+    held = np.minimum(pp - stage, np.maximum(lay.n_micro, 1)) * np.where(
+        v > 1, 1 + (pp - 1) / (pp * v), 1.0)
+    return scalar(np.where(pp > 1, held, 1.0))
+
+
+@dataclass(frozen=True)
+class MemoryProfile:
+    """What one micro-batch of a (tp, cp, ep, recompute, micro-batch) group saves."""
+
+    per_block: dict[str, float]
+    """saved bytes of one layer of each block kind (and embedding, head)"""
+    full_block: dict[str, float]
+    """the same without recomputation (a recomputed layer's backward holds it)"""
+    seq_local: int
+    vocab_local: int
+    e: float
+    """bytes per element of the compute dtype"""
+    peak_head: float = 0.0
+    """transient peak of a stage holding the head (`transient_peak`)"""
+    peak_body: float = 0.0
+    """transient peak of any other stage"""
+    layer_params: float = 0.0
+    """parameters of the largest layer on one GPU (what ZeRO-3 gathers at a time)"""
+
+
+def checkpointed(m: ModelSpec, cfg: TrainConfig, impl: Impl,
+                 per_block: dict[str, float]) -> dict[str, float]:
+    """Saved bytes under full recomputation, from those without it: each layer keeps only its
+    input, one hidden-state tensor of the local tokens (Chen et al. 2016; Korthikanti et al.
+    2022 §5), counted on its attention block; embedding and head keep theirs. (Equal to what
+    `build_training` emits for recompute="full": tests check it for every preset.)"""
+    loc = local_sizes(m, impl, cfg.seq_len)
+    ck = cfg.micro_batch * loc.seq * loc.rep * m.hidden_size * DTYPE_BYTES[cfg.compute_dtype]
+    return {k: (ck if k in (BLOCK_ATTN, BLOCK_ATTN_WINDOW) else 0.0) if k.startswith("layer")
+            else v for k, v in per_block.items()}
+
+
+def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
+                   saved: dict[str, float] | None = None) -> MemoryProfile:
+    """`saved`: the saved bytes per block without recomputation (saved_per_block of
+    build_training's list), if the caller has them; built here otherwise."""
+    full = cfg.recompute == "full"
+    if saved is None:
+        saved = saved_per_block(build_training(
+            m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl))
+    loc = local_sizes(m, impl, cfg.seq_len)
+    per_block = checkpointed(m, cfg, impl, saved) if full else saved
+    prof = MemoryProfile(per_block, saved, loc.seq, loc.vocab, DTYPE_BYTES[cfg.compute_dtype])
+    layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
+                                               else 0)) / cfg.tp
+    return replace(prof, peak_head=transient_peak(m, cfg, prof, True),
+                   peak_body=transient_peak(m, cfg, prof, False), layer_params=layer_params)
+
+
+def transient_peak(m: ModelSpec, cfg: TrainConfig, prof: MemoryProfile, has_head: bool) -> float:
+    """Transient peak on top of the saved activations: the loss backward holds fp32 logits
+    and their gradient (last stage); later, one layer's backward holds its recomputed
+    activations (full recompute) and the gradients flowing through it (about two of its
+    widest tensors). They are never live together: the larger one counts."""
+    t = cfg.micro_batch * prof.seq_local
+    layer_full = max((v for k, v in prof.full_block.items() if k.startswith("layer")),
+                     default=0.0)
+    widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
+                 m.hidden_size)
+    layer_backward = 2 * t * widest * prof.e + (layer_full if cfg.recompute == "full" else 0.0)
+    loss = t * prof.vocab_local * (FP32 + prof.e) if has_head else 0.0
+    return max(layer_backward, loss)
+
+
+@dataclass(frozen=True)
+class StageFacts:
+    """What the memory terms need of one pipeline stage: scalars, or arrays with one entry
+    per layout (the search)."""
+
+    index: Array
+    params: Array
+    matrix_params: Array
+    saved_bytes: Array
+    """saved activation bytes of one micro-batch"""
+    peak: Array
+    """transient peak bytes (`transient_peak`)"""
+    layer_params: Array
+    """parameters of one layer on this GPU (what ZeRO-3 gathers at a time)"""
+    model_parallel: Array
+    """tp, cp or ep > 1 (NCCL communicators exist)"""
+
+
+def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) -> StageFacts:
+    return StageFacts(st.index, st.params, st.matrix_params,
+                      stage_activation_bytes(m, st, prof.per_block),
+                      prof.peak_head if st.has_head else prof.peak_body, prof.layer_params,
+                      max(cfg.tp, cfg.cp, cfg.ep) > 1)
+
+
+def other_items(cfg: TrainConfig, lay: Layout, sf: StageFacts, acts: Array) -> dict[str, Array]:
+    """Buffers beside weights, states and saved activations (scalars or arrays)."""
+    bpp = state_bytes_per_param(cfg)
+    z = lay.z
+    # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in the compute
+    # dtype, plus one layer's unsharded gradients before reduce-scatter
+    gathered = sf.layer_params * (2 * bpp["weights"] + bpp["gradients"])
+    buckets = np.where(np.logical_and(lay.offload, z == 2),
+                       np.minimum(OFFLOAD_BUCKET_ELEMENTS, sf.params) * bpp["gradients"],
+                       np.where(lay.dp > 1, 2.0 * DDP_BUCKET_BYTES, 0.0))
+    parallel = np.logical_or(np.maximum(lay.dp, lay.pp) > 1, sf.model_parallel)
+    return {"transient_peak": sf.peak,
+            "gathered_parameters": np.where(z >= 3, gathered, 0.0),
+            "gradient_buckets": np.where(z >= 3, 0.0, buckets),
+            "nccl_buffers": np.where(parallel, float(NCCL_BYTES), 0.0),
+            "cuda_context": float(cfg.cuda_context_bytes),
+            "fragmentation": cfg.fragmentation * (acts + sf.peak)}
+
+
+def stage_memory(m: ModelSpec, cfg: TrainConfig, lay: Layout,
+                 sf: StageFacts) -> tuple[dict[str, Array], dict[str, Array]]:
+    """Per-GPU bytes of one pipeline stage, each item rounded down to whole bytes:
+    (weights, gradients, optimizer, activations), and the items of "other"."""
+    tensors = m.param_tensors() * sf.params / m.params()
+    weights, grads, opt = model_state_bytes(m, cfg, sf.params, sf.matrix_params, tensors, lay)
+    acts = sf.saved_bytes * in_flight(lay, sf.index)
+    other = other_items(cfg, lay, sf, acts)
+    main = {"weights": weights, "gradients": grads, "optimizer": opt, "activations": acts}
+    return ({k: scalar(np.floor(v)) for k, v in main.items()},
+            {k: scalar(np.floor(v)) for k, v in other.items()})
+
+
+def stage_total(parts: tuple[dict[str, Array], dict[str, Array]]) -> Array:
+    main, other = parts
+    return sum(main.values()) + sum(other.values())
 
 
 def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult:
     """Peak memory per GPU of the fullest pipeline stage."""
-    validate(cfg)
-    impl = _impl(cfg, device)
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
-    per_block = _saved_per_block(ops)
-    full = (build_training(m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none"))
-            if cfg.recompute == "full" else ops)
-    full_block = _saved_per_block(full)
-    per_param = state_bytes_per_param(cfg)
-    z = cfg.zero_stage
-    loc = local_sizes(m, impl, cfg.seq_len)
-    e = DTYPE_BYTES[cfg.compute_dtype]
-    rows = []
-    for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
-        tensors = m.param_tensors() * st.params / m.params()
-        weights, grads, opt = model_state_bytes(m, cfg, st.params, st.matrix_params, tensors)
-        acts = stage_activation_bytes(m, st, per_block) * in_flight(cfg, st.index)
-        other = _train_other(m, cfg, st, full_block, loc.seq, loc.vocab, e, acts, z)
-        rows.append((st, weights, grads, opt, acts, other))
-    # the fullest stage sets the per-GPU requirement
-    st, weights, grads, opt, acts, other = max(
-        rows, key=lambda r: r[1] + r[2] + r[3] + r[4] + sum(r[5].values()))
-    other_items = {k: int(v) for k, v in other.items()}  # rounded once, item by item, so
-    per_gpu = {"weights": int(weights), "gradients": int(grads), "optimizer": int(opt),
-               "activations": int(acts), "other": sum(other_items.values())}  # sums exactly
+    impl = train_impl(cfg, device.kind)
+    prof = memory_profile(m, cfg, impl)
+    lay = Layout.of(cfg)
+    rows = [(st, stage_memory(m, cfg, lay, stage_facts(m, cfg, st, prof)))
+            for st in stages(m, cfg.tp, cfg.pp, cfg.ep)]
+    st, (main, other) = max(rows, key=lambda r: stage_total(r[1]))  # the fullest stage
+    other_items_ = {k: int(v) for k, v in other.items()
+                    if v or k not in ("gathered_parameters", "gradient_buckets", "nccl_buffers")}
+    per_gpu = {k: int(v) for k, v in main.items()}
+    per_gpu["other"] = sum(other_items_.values())  # sums exactly
     details: dict[str, object] = {
         "stage": st.index, "stage_layers": st.layers, "params_per_gpu": int(st.params),
-        "bytes_per_param": per_param, "activation_micro_batches": in_flight(cfg, st.index),
-        "saved_activation_bytes_per_micro_batch": int(stage_activation_bytes(m, st, per_block)),
-        "stages": [{"stage": r[0].index, "layers": r[0].layers,
-                    "total_bytes": sum(int(x) for x in (*r[1:5], *r[5].values()))}
-                   for r in rows],
+        "bytes_per_param": state_bytes_per_param(cfg),
+        "activation_micro_batches": in_flight(lay, st.index),
+        "saved_activation_bytes_per_micro_batch": int(stage_activation_bytes(m, st,
+                                                                             prof.per_block)),
+        "stages": [{"stage": r[0].index, "layers": r[0].layers, "total_bytes": int(stage_total(
+            r[1]))} for r in rows],
         "grad_accum": cfg.grad_accum,
         "note": "gradient accumulation does not change per-step memory: micro-batches run one "
                 "after another and gradients accumulate in place",
     }
-    assumptions = _train_assumptions(cfg, device)
-    return MemoryResult("train", per_gpu, other_items,
-                        device.capacity_bytes, device.name, assumptions, details)
-
-
-def _train_other(m: ModelSpec, cfg: TrainConfig, st: Stage, full_block: dict[str, float],
-                 seq_local: int, vocab_local: int, e: float, acts: float,
-                 z: int) -> dict[str, float]:
-    t = cfg.micro_batch * seq_local
-    items: dict[str, float] = {}
-    # Transient peak on top of the saved activations: the loss backward holds fp32 logits and
-    # their gradient (last stage); later, one layer's backward holds its recomputed
-    # activations (full recompute) and the gradients flowing through it (about two of its
-    # widest tensors). They are never live together: the larger one counts.
-    layer_full = max((v for k, v in full_block.items() if k.startswith("layer")), default=0.0)
-    widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
-                 m.hidden_size)
-    layer_backward = 2 * t * widest * e + (layer_full if cfg.recompute == "full" else 0.0)
-    loss = t * vocab_local * (FP32 + e) if st.has_head else 0.0
-    items["transient_peak"] = max(layer_backward, loss)
-    if z >= 3:  # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in
-        # the compute dtype, plus one layer's unsharded gradients before reduce-scatter
-        layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
-                                                   else 0)) / cfg.tp
-        bpp = state_bytes_per_param(cfg)
-        items["gathered_parameters"] = layer_params * (2 * bpp["weights"] + bpp["gradients"])
-    elif cfg.offload_optimizer and z == 2:
-        items["gradient_buckets"] = min(OFFLOAD_BUCKET_ELEMENTS, st.params) * \
-            state_bytes_per_param(cfg)["gradients"]
-    elif cfg.dp > 1:
-        items["gradient_buckets"] = 2 * DDP_BUCKET_BYTES
-    if max(cfg.dp, cfg.tp, cfg.pp, cfg.cp, cfg.ep) > 1:
-        items["nccl_buffers"] = NCCL_BYTES
-    items["cuda_context"] = float(cfg.cuda_context_bytes)
-    items["fragmentation"] = cfg.fragmentation * (acts + items["transient_peak"])
-    return items
+    return MemoryResult("train", per_gpu, other_items_, device.capacity_bytes, device.name,
+                        _train_assumptions(cfg, device), details)
 
 
 def capacity_note(device: Device) -> str:
@@ -382,8 +415,10 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
                      "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
         "recompute": cfg.recompute, "attention": cfg.attention, "fused_kernels": cfg.fused,
-        "kernels": _impl(cfg, device).target,
-        "dropout_mask_bytes": 1 if _impl(cfg, device).target == "cuda" else "activation dtype",
+        "kernels": train_impl(cfg, device.kind).target,
+        "dropout_mask_bytes": 1 if train_impl(cfg, device.kind).target == "cuda"
+        else "activation dtype", "dropout": cfg.dropout,
+        "training_kv_cache": cfg.training_kv_cache,
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": capacity_note(device),
@@ -397,7 +432,6 @@ def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig
     trace saw autograd keep (at the traced batch, dtype and kernels); other = CUDA context,
     the module's largest op output twice (backward working set) and fragmentation. No model
     parallelism (the trace is of the whole module); ZeRO/FSDP sharding applies."""
-    validate(cfg)
     weights, grads, opt = model_state_bytes(None, cfg, trace.param_count, trace.param_count,
                                             trace.param_tensors)
     acts = float(trace.saved_activation_bytes)

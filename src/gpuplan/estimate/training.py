@@ -2,8 +2,8 @@
 
 Every term is visible:
 - compute: the operator roofline of one micro-batch on the slowest pipeline stage (per-GPU
-  shards under TP/SP/CP/EP, recompute as extra forward work), fused kernels and FlashAttention
-  unless told otherwise;
+  shards under TP/SP/CP/EP, recompute as extra forward work), FlashAttention and eager
+  (unfused) element-wise kernels unless the job says otherwise (`fused`, `attention`);
 - pipeline: 1F1B takes (m + p - 1) stage-steps for m micro-batches (bubble (p-1)/(m+p-1));
   interleaving with v virtual stages shrinks the bubble to (p-1)/(v m) of the work
   (Narayanan et al. 2021 §2.2);
@@ -23,49 +23,43 @@ FLOPs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuplan.errors import InputError
 from gpuplan.estimate.comm import collective_time
 from gpuplan.estimate.efficiency import Efficiency, training_efficiency
 from gpuplan.estimate.flops import flops_summary
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
-from gpuplan.ops.blocks import DTYPE_BYTES
+from gpuplan.estimate.step import (  # importable from here as before the split
+    HOST_BYTES_PER_S_PER_GPU as HOST_BYTES_PER_S_PER_GPU,
+)
+from gpuplan.estimate.step import (
+    OPTIMIZER_BYTES_PER_PARAM as OPTIMIZER_BYTES_PER_PARAM,
+)
+from gpuplan.estimate.step import (
+    bubble_fraction,
+    cp_comm,
+    dp_comm,
+    optimizer_time,
+    pipeline_time,
+    pp_comm,
+    stage_comm,
+    stage_compute,
+    tp_all_reduces_per_layer,
+)
+from gpuplan.estimate.step import offload_step_time as offload_step_time
+from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
 from gpuplan.ops.passes import fuse_elementwise
-from gpuplan.ops.transformer import (
-    BLOCK_ATTN,
-    BLOCK_ATTN_WINDOW,
-    BLOCK_MLP,
-    BLOCK_MOE,
-    Impl,
-    build_training,
-    local_sizes,
-)
+from gpuplan.ops.transformer import build_training, local_sizes
 from gpuplan.specs.cluster import Cluster
+from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
-
-OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit": 20.0,
-                             "adafactor": 16.0}
-"""Bytes an optimizer step reads and writes per local parameter (AdamW, mixed precision: read
-fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
-
-
-HOST_BYTES_PER_S_PER_GPU = 25e9
-"""Host memory bandwidth one GPU's CPU optimizer can use (a 2-socket server's ~200-300 GB/s
-shared by 8 GPUs; assumption)."""
-
-
-def offload_step_time(local_params: float, bpp: dict[str, float], cluster: Cluster) -> float:
-    """ZeRO-Offload (Ren et al. 2021): gradients to the host and updated weights back over
-    PCIe, the Adam step on the CPU (fp32 master and moments: 28 bytes moved per parameter)."""
-    dev = cluster.device
-    pcie = dev.pcie.bw_bytes_per_s * 0.8 if dev.pcie else 16e9
-    transfer = local_params * (bpp["gradients"] + bpp["weights"]) / pcie
-    return transfer + local_params * 28.0 / HOST_BYTES_PER_S_PER_GPU
+from gpuplan.specs.workload import check_layout
+from gpuplan.units import DTYPE_BYTES
 
 
 @dataclass
@@ -129,69 +123,179 @@ class StepResult:
         }
 
 
-def check_layout(cfg: TrainConfig, gpus: int, m: ModelSpec) -> None:
-    used = cfg.dp * cfg.tp * cfg.pp * cfg.cp
-    if used != gpus:
-        raise InputError("gpus", gpus, f"dp x tp x pp x cp = {cfg.dp}x{cfg.tp}x{cfg.pp}x{cfg.cp}"
-                         f" = {used} (set --dp/--tp/--pp/--cp to multiply to --gpus)")
-    if cfg.ep > 1 and (cfg.dp * cfg.cp) % cfg.ep:
-        raise InputError("ep", cfg.ep, f"a divisor of dp x cp = {cfg.dp * cfg.cp}")
-    if cfg.pp > m.num_layers:
-        raise InputError("pp", cfg.pp, f"at most the number of layers ({m.num_layers})")
-
-
-def _impl(cfg: TrainConfig, fused: bool) -> Impl:
-    return Impl(attention=cfg.attention, target="cuda", fused=fused, dtype=cfg.compute_dtype,
-                matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
-                sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
-                training_kv_cache=False)
-
-
-def training_ops(m: ModelSpec, cfg: TrainConfig, impl: Impl) -> OpList:
-    """One micro-batch's ops; with fused kernels the element-wise chains are fused as the
-    frameworks do (bias+GeLU, bias+dropout+add, add+norm)."""
-    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+def training_ops(m: ModelSpec, cfg: TrainConfig, impl: Impl,
+                 built: OpList | None = None) -> OpList:
+    """One micro-batch's ops (`built`: build_training's list for this job, if at hand); with
+    fused kernels the element-wise chains are fused as the frameworks do (bias+GeLU,
+    bias+dropout+add, add+norm)."""
+    ops = built if built is not None else build_training(m, cfg.micro_batch, cfg.seq_len, impl)
     return fuse_elementwise(ops)[0] if cfg.fused else ops
+
+
+@dataclass(frozen=True)
+class BlockProfile:
+    """Seconds per micro-batch of one layer of each block kind (and embedding, head), the
+    forward share of compute, and the attention core per layer (what CP overlaps)."""
+
+    block_t: dict[str, float]
+    fwd_share: float
+    attn_core: float
+    hw_flops: float
+    """executed matmul FLOPs of one micro-batch on one GPU"""
+    block_fwd: dict[str, float]
+    """the forward part of block_t (what full recomputation runs again)"""
+    total_s: float
+    fwd_s: float
+    layer_fwd_s: float
+    attn_fwd_s: float
+    layer_fwd_flops: float
+
+
+def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
+                  cache: dict[tuple[object, ...], Any] | None = None) -> BlockProfile:
+    rl = roofline(ops, device, eff, cache)
+    block_t: dict[str, float] = {}
+    block_fwd: dict[str, float] = {}
+    fwd = layer_fwd = attn = attn_fwd = layer_fwd_flops = 0.0
+    for row in rl.rows:
+        o = row.op
+        key = str(o.layer if o.per_layer else ("embedding" if o.component == "embedding"
+                                               else "head"))
+        per = row.time_s / o.count if o.per_layer else row.time_s
+        block_t[key] = block_t.get(key, 0.0) + per
+        if o.kind == "attention":
+            attn += row.time_s
+        if o.phase != "forward":
+            continue
+        fwd += row.time_s
+        attn_fwd += row.time_s if o.kind == "attention" else 0.0
+        if o.per_layer:
+            block_fwd[key] = block_fwd.get(key, 0.0) + per
+            layer_fwd += row.time_s
+            layer_fwd_flops += o.total_flops if o.kind in ("matmul", "attention", "conv") else 0
+    return BlockProfile(block_t, fwd / rl.total_time_s, attn / m.num_layers,
+                        ops.flops(matmul_only=True), block_fwd, rl.total_time_s, fwd, layer_fwd,
+                        attn_fwd, layer_fwd_flops)
+
+
+def with_full_recompute(m: ModelSpec, p: BlockProfile) -> BlockProfile:
+    """Full recomputation (Chen et al. 2016; Korthikanti et al. 2022 §5) runs each layer's
+    forward once more in its backward: the profile without recomputation plus each layer's
+    forward, counted as backward work. What `build_training` emits for recompute="full"
+    (it keeps only layer inputs; their bytes are the memory model's business)."""
+    block_t = {k: v + p.block_fwd.get(k, 0.0) for k, v in p.block_t.items()}
+    total = p.total_s + p.layer_fwd_s
+    return BlockProfile(block_t, p.fwd_s / total, (p.attn_core * m.num_layers + p.attn_fwd_s)
+                        / m.num_layers, p.hw_flops + p.layer_fwd_flops, p.block_fwd, total,
+                        p.fwd_s, p.layer_fwd_s, p.attn_fwd_s, p.layer_fwd_flops)
+
+
+def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, eff: Efficiency,
+                   cache: dict[tuple[object, ...], Any] | None = None,
+                   built: OpList | None = None) -> BlockProfile:
+    """The block profile of one micro-batch of `cfg` (`built`: build_training's list for
+    this job, or for its no-recompute twin when full recomputation is derived). Full
+    recomputation is derived from the no-recompute profile when no dropout is active; with
+    dropout the recomputed forward replays the saved masks and is built op by op."""
+    if cfg.recompute != "full" or not full_recompute_derivable(m, cfg):
+        return block_profile(m, training_ops(m, cfg, impl, built), device, eff, cache)
+    none = replace(cfg, recompute="none")
+    return with_full_recompute(m, block_profile(
+        m, training_ops(m, none, replace(impl, recompute="none"), built), device, eff, cache))
+
+
+def full_recompute_derivable(m: ModelSpec, cfg: TrainConfig) -> bool:
+    """Without dropout in the layers, full recomputation adds exactly each layer's forward."""
+    return not (cfg.dropout and (m.hidden_dropout > 0 or m.attention_dropout > 0))
+
+
+Coll = Callable[[str, str, float, int, int], float]
+
+
+@dataclass(frozen=True)
+class GroupComm:
+    """Per-call times of the collectives that depend on the (tp, cp, ep, micro-batch) group."""
+
+    tp_ar: float
+    a2a: float
+    cp_layer: float
+    act_bytes: float
+
+
+def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll) -> GroupComm:
+    loc = local_sizes(m, impl, cfg.seq_len)
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    t_tok = cfg.micro_batch * loc.seq
+    act_bytes = t_tok * m.hidden_size * e
+    tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
+                  min(cfg.tp, gpn)) if cfg.tp > 1 else 0.0)
+    ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.tp)))
+    a2a = (coll("expert parallel dispatch/combine", "all_to_all",
+                t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
+           if m.is_moe and cfg.ep > 1 else 0.0)
+    cp_layer = 0.0
+    if cfg.cp > 1:
+        kv = t_tok * cfg.cp * 2 * loc.kv_heads * m.head_size * e
+        cp_local = max(1, min(cfg.cp, gpn // max(1, cfg.tp)))
+        cp_layer = (coll("context parallel K/V, per layer", "all_gather", kv, cfg.cp, cp_local)
+                    + coll("context parallel dK/dV, per layer", "reduce_scatter", kv, cfg.cp,
+                           cp_local))
+    return GroupComm(tp_ar, a2a, cp_layer, act_bytes)
+
+
+def pp_local(tp: int, dp: int, cp: int, gpn: int) -> int:
+    """GPUs of one pipeline hop's pair in a node: neighbours share a node unless tp x dp x cp
+    already fills it."""
+    return 1 if tp * dp * cp >= gpn else 2
+
+
+def dp_local(tp: int, cp: int, gpn: int) -> int:
+    """Data-parallel ranks in one node."""
+    return max(1, gpn // (tp * cp)) if tp * cp < gpn else 1
+
+
+def dp_collectives(z: int, dp: int, cp: int, tp: int, shard_group: int, bpp: dict[str, float],
+                   st_params: float, gpn: int, coll: Coll) -> tuple[float, ...]:
+    """(all-reduce, reduce-scatter, all-gather, ZeRO-3 reduce-scatter, ZeRO-3 all-gather) of
+    the stage's gradients/weights over the data-parallel group, for ZeRO stage z."""
+    grad_b, w_b = st_params * bpp["gradients"], st_params * bpp["weights"]
+    group, local = dp * cp, dp_local(tp, cp, gpn)
+    if group <= 1:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    if z == 0:
+        return coll("data parallel gradients", "all_reduce", grad_b, group, local), 0, 0, 0, 0
+    if z < 3:
+        return (0.0, coll("data parallel gradients", "reduce_scatter", grad_b, group, local),
+                coll("updated parameters", "all_gather", w_b, group, local), 0.0, 0.0)
+    sg = shard_group
+    ag = coll("ZeRO-3 parameters, per micro-batch and pass", "all_gather", w_b, sg,
+              min(local, sg))
+    rs = coll("ZeRO-3 gradients, per micro-batch", "reduce_scatter", grad_b, sg, min(local, sg))
+    return 0.0, 0.0, 0.0, rs, ag
 
 
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
-    """Time one optimizer step of `cfg` on `cluster` (see the module docstring)."""
-    gpus = cluster.gpus
-    check_layout(cfg, gpus, m)
-    device = cluster.device
+    """Time one optimizer step of `cfg` on `cluster` (see the module docstring): the sum of
+    the terms in `estimate.step`."""
+    check_layout(cfg, cluster.gpus, m)
+    device, gpn = cluster.device, cluster.gpus_per_node
     gb = cfg.global_batch or cfg.micro_batch * cfg.dp
-    if gb % (cfg.micro_batch * cfg.dp):
-        raise InputError("global_batch", gb, f"a multiple of micro_batch x dp = "
-                                             f"{cfg.micro_batch * cfg.dp}")
     cfg = replace(cfg, global_batch=gb)
     n_micro = gb // (cfg.micro_batch * cfg.dp)
     mem = train_memory(m, device, cfg)
-    tokens = gb * cfg.seq_len
     eff = efficiency or training_efficiency(device)
     dtype = "fp8" if cfg.precision == "fp8-mixed" else cfg.compute_dtype
-    peak = device.matmul_peak(dtype if dtype != "fp8" else "bf16")
-    res = StepResult(fits=mem.fits, memory=mem, gpus=gpus, global_batch=gb,
-                     micro_batches=n_micro, tokens_per_step=tokens, peak_flops_per_s=peak)
+    res = StepResult(fits=mem.fits, memory=mem, gpus=cluster.gpus, global_batch=gb,
+                     micro_batches=n_micro, tokens_per_step=gb * cfg.seq_len,
+                     peak_flops_per_s=device.matmul_peak(dtype if dtype != "fp8" else "bf16"))
     model_fwd = flops_summary(m, cfg.micro_batch, cfg.seq_len)["forward_flops"]
     res.model_flops_per_step = 3 * model_fwd * gb / cfg.micro_batch
     if not mem.fits:
         res.assumptions = {"note": "does not fit in memory: not timed"}
         return res
-
-    fused = cfg.fused
-    impl = _impl(cfg, fused)
-    ops = training_ops(m, cfg, impl)
-    rl = roofline(ops, device, eff)
-    # seconds per micro-batch of one layer of each block kind, and of the once-only parts
-    block_t: dict[str, float] = {}
-    for row in rl.rows:
-        o = row.op
-        key = o.layer if o.per_layer else ("embedding" if o.component == "embedding" else "head")
-        per = row.time_s / o.count if o.per_layer else row.time_s
-        block_t[str(key)] = block_t.get(str(key), 0.0) + per
-    fwd_share = sum(r.time_s for r in rl.rows if r.op.phase == "forward") / rl.total_time_s
-
+    impl = train_impl(cfg, device.kind)
+    prof = timing_profile(m, cfg, impl, device, eff)
     calls: list[dict[str, Any]] = []
 
     def coll(what: str, op: str, nbytes: float, group: int, local: int) -> float:
@@ -201,128 +305,60 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                       "busbw_bytes_per_s": ct.busbw_bytes_per_s, "link": ct.link})
         return ct.time_s
 
-    loc = local_sizes(m, impl, cfg.seq_len)
-    e = DTYPE_BYTES[cfg.compute_dtype]
-    t_tok = cfg.micro_batch * loc.seq
-    act_bytes = t_tok * m.hidden_size * e
-    tp_local = min(cfg.tp, cluster.gpus_per_node)
-    tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp, tp_local)
-             if cfg.tp > 1 else 0.0)
-    # attention and MLP blocks: one all-reduce each forward, backward (and recomputed forward)
-    ar_per_layer = 2 * (3 if cfg.recompute == "full" else 2)
-    ep_local = max(1, min(cfg.ep, cluster.gpus_per_node // max(1, cfg.tp)))
-    a2a = (coll("expert parallel dispatch/combine", "all_to_all",
-                t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
-           if m.is_moe and cfg.ep > 1 else 0.0)
-
-    stage_times = []
-    stage_comm = []
-    for st in stages(m, cfg.tp, cfg.pp, cfg.ep):
-        n_win = st.sliding_layers
-        t = (n_win * block_t.get(BLOCK_ATTN_WINDOW, 0.0)
-             + (st.layers - n_win) * block_t.get(BLOCK_ATTN, 0.0)
-             + st.dense_layers * block_t.get(BLOCK_MLP, 0.0)
-             + st.moe_layers * block_t.get(BLOCK_MOE, 0.0))
-        t += block_t.get("embedding", 0.0) if st.has_embedding else 0.0
-        t += block_t.get("head", 0.0) if st.has_head else 0.0
-        comm = st.layers * ar_per_layer * tp_ar if cfg.tp > 1 else 0.0
-        comm += st.moe_layers * 4 * a2a
-        stage_times.append(t)
-        stage_comm.append(comm)
-    slowest = max(range(cfg.pp), key=lambda i: stage_times[i] + stage_comm[i])
-    t_mb = stage_times[slowest] + stage_comm[slowest]
-    compute_mb = stage_times[slowest]
-
-    # pipeline schedule
-    p, v = cfg.pp, cfg.virtual_stages
-    if p > 1:
-        pipeline = n_micro * t_mb + (p - 1) * t_mb / v
-        bubble = (p - 1) / v / (n_micro + (p - 1) / v)
-    else:
-        pipeline = n_micro * t_mb
-        bubble = 0.0
-
-    # context parallel: K/V all-gather + gradient reduce-scatter per layer, overlapped
-    cp_exposed = cp_total = 0.0
-    if cfg.cp > 1:
-        kv = t_tok * cfg.cp * 2 * loc.kv_heads * m.head_size * e
-        cp_local = max(1, min(cfg.cp, cluster.gpus_per_node // max(1, cfg.tp)))
-        per_layer = (coll("context parallel K/V, per layer", "all_gather", kv, cfg.cp, cp_local)
-                     + coll("context parallel dK/dV, per layer", "reduce_scatter", kv, cfg.cp,
-                            cp_local))
-        attn_core = sum(r.time_s for r in rl.rows if r.op.kind == "attention") / m.num_layers
-        layers = stages(m, cfg.tp, cfg.pp, cfg.ep)[slowest].layers
-        cp_total = per_layer * layers * n_micro
-        cp_exposed = max(0.0, per_layer - attn_core) * layers * n_micro if overlap else cp_total
-
-    # pipeline point-to-point: activations forward, gradients backward; fill/drain exposed
-    pp_total = pp_exposed = 0.0
-    if p > 1:
-        pp_local = 1 if cfg.tp * cfg.dp * cfg.cp >= cluster.gpus_per_node else 2
-        t_p2p = coll("pipeline activations, per micro-batch", "send_recv", act_bytes, 2, pp_local)
-        pp_total = 2 * t_p2p * n_micro * (p - 1) / p * v
-        pp_exposed = 2 * (p - 1) * t_p2p if overlap else pp_total
-
-    # data parallel
-    st0 = stages(m, cfg.tp, cfg.pp, cfg.ep)[slowest]
-    bpp = state_bytes_per_param(cfg)
-    grad_bytes = st0.params * bpp["gradients"]
-    w_bytes = st0.params * bpp["weights"]
-    dp_group = cfg.dp * cfg.cp
-    dp_local = max(1, cluster.gpus_per_node // (cfg.tp * cfg.cp)) if cfg.tp * cfg.cp < \
-        cluster.gpus_per_node else 1
-    z = cfg.zero_stage
-    dp_total = dp_exposed = 0.0
-    bwd_mb = compute_mb * (1 - fwd_share)
-    fwd_mb = compute_mb * fwd_share
-    if dp_group > 1:
-        if z == 0:
-            dp_total = coll("data parallel gradients", "all_reduce", grad_bytes, dp_group, dp_local)
-            dp_exposed = max(0.0, dp_total - bwd_mb) if overlap else dp_total
-        elif z in (1, 2):
-            rs = coll("data parallel gradients", "reduce_scatter", grad_bytes, dp_group, dp_local)
-            ag = coll("updated parameters", "all_gather", w_bytes, dp_group, dp_local)
-            dp_total = rs + ag
-            dp_exposed = (max(0.0, rs - bwd_mb) + ag) if overlap else dp_total
-        else:
-            ag = coll("ZeRO-3 parameters, per micro-batch and pass", "all_gather", w_bytes,
-                      cfg.shard_group, min(dp_local, cfg.shard_group))
-            rs = coll("ZeRO-3 gradients, per micro-batch", "reduce_scatter", grad_bytes,
-                      cfg.shard_group, min(dp_local, cfg.shard_group))
-            per_mb = 2 * ag + rs
-            dp_total = per_mb * n_micro
-            exposed_mb = max(0.0, ag - fwd_mb) + max(0.0, ag + rs - bwd_mb)
-            dp_exposed = exposed_mb * n_micro if overlap else dp_total
-            if cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
-                ar = coll("hybrid-shard replica gradients", "all_reduce",
-                          grad_bytes / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
-                dp_total += ar
-                dp_exposed += ar
-
-    # optimizer step over the local shard (memory-bound)
-    shard = cfg.shard_group if z >= 1 else 1
-    opt_bytes = st0.params / shard * OPTIMIZER_BYTES_PER_PARAM[cfg.optimizer]
-    t_opt = (offload_step_time(st0.params / shard, bpp, cluster) if cfg.offload_optimizer
-             else opt_bytes / (device.mem_bw_bytes_per_s * eff.memory(opt_bytes)))
-
-    tp_total = (stage_comm[slowest] - st0.moe_layers * 4 * a2a) * n_micro
-    ep_total = st0.moe_layers * 4 * a2a * n_micro
-    step = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt
-    res.step_time_s = step
-    res.bubble_fraction = bubble
+    gc = group_comm(m, cfg, impl, gpn, coll)
+    ar_layer = tp_all_reduces_per_layer(cfg.recompute)
+    sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
+    compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
+                             st.moe_layers, float(st.has_embedding), float(st.has_head))
+               for st in sts]
+    comm = [stage_comm(st.layers, st.moe_layers, ar_layer, gc.tp_ar, gc.a2a) for st in sts]
+    slowest = max(range(cfg.pp), key=lambda i: compute[i] + comm[i])
+    st0, compute_mb = sts[slowest], compute[slowest]
+    t_mb = compute_mb + comm[slowest]
+    pp, v = cfg.pp, cfg.virtual_stages
+    pipeline = float(pipeline_time(n_micro, t_mb, pp, v))
+    cp_total, cp_exposed = (float(x) for x in cp_comm(gc.cp_layer, prof.attn_core, st0.layers,
+                                                      n_micro, overlap))
+    t_p2p = (coll("pipeline activations, per micro-batch", "send_recv", gc.act_bytes, 2,
+                  pp_local(cfg.tp, cfg.dp, cfg.cp, gpn)) if pp > 1 else 0.0)
+    pp_total, pp_exposed = (float(x) for x in pp_comm(t_p2p, pp, n_micro, v, overlap))
+    ar, rs, ag, rs3, ag3 = dp_collectives(cfg.zero_stage, cfg.dp, cfg.cp, cfg.tp,
+                                          cfg.shard_group, state_bytes_per_param(cfg),
+                                          st0.params, gpn, coll)
+    fwd_mb = compute_mb * prof.fwd_share
+    dp_total, dp_exposed = (float(x) for x in dp_comm(
+        cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
+        overlap))
+    if cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
+        hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params * state_bytes_per_param(
+            cfg)["gradients"] / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
+        dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
+    t_opt = float(optimizer_time(st0.params, cfg.shard_group if cfg.zero_stage >= 1 else 1,
+                                 cfg.optimizer, cfg.offload_optimizer,
+                                 state_bytes_per_param(cfg), cluster, eff))
+    ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
+    tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
+    res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt
+    res.bubble_fraction = float(bubble_fraction(n_micro, pp, v))
     res.comm_time_s = tp_total + ep_total + cp_total + pp_total + dp_total
     res.comm_exposed_s = tp_total + ep_total + cp_exposed + pp_exposed + dp_exposed
     res.breakdown = {
         "compute": compute_mb * n_micro, "pipeline_bubble": pipeline - t_mb * n_micro,
-        "tp_comm": tp_total, "ep_comm": ep_total, "cp_comm_exposed": cp_exposed,
-        "pp_comm_exposed": pp_exposed, "dp_comm_exposed": dp_exposed, "optimizer": t_opt,
+        "tp_comm": tp_total, "ep_comm": ep_total, "cp_comm_exposed": float(cp_exposed),
+        "pp_comm_exposed": float(pp_exposed), "dp_comm_exposed": dp_exposed, "optimizer": t_opt,
     }
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
-    res.hardware_flops_per_step = ops.flops(matmul_only=True) * n_micro * cfg.dp * cfg.tp * cfg.cp
+    res.hardware_flops_per_step = prof.hw_flops * n_micro * cfg.dp * cfg.tp * cfg.cp
     res.collectives = calls
-    res.assumptions = {
-        "efficiency": eff.describe(), "fused_kernels": fused, "attention": cfg.attention,
+    res.assumptions = _assumptions(cfg, cluster, eff, overlap, dtype)
+    return res
+
+
+def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: bool,
+                 dtype: str) -> dict[str, Any]:
+    return {
+        "efficiency": eff.describe(), "fused_kernels": cfg.fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
                     "gathers overlap each micro-batch; CP overlaps attention; TP and EP "
                     "collectives are exposed") if overlap else "none: every collective exposed",
@@ -331,6 +367,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
         "mfu_convention": "model FLOPs = 3 x forward matmul FLOPs (attention in full, no "
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
-        "peak_dtype": dtype,
+        "peak_dtype": "bf16" if dtype == "fp8" else dtype,
+        **({"fp8": "fp8 matmuls; MFU is taken against the dense bf16 peak (the usual "
+                   "convention for fp8 training)"} if dtype == "fp8" else {}),
     }
-    return res

@@ -13,11 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpuplan.ops.op import Op, OpKind, Phase
+from gpuplan.units import DTYPE_BYTES as DTYPE_BYTES  # the table lives in units; kept importable here
 
-DTYPE_BYTES: dict[str, float] = {
-    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5,
-    "int4": 0.5,
-}
 FP32 = 4
 INDEX = 8  # int64 indices (token ids, top-k expert ids)
 

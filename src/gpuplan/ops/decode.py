@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuplan.errors import InputError
 from gpuplan.ops import blocks
-from gpuplan.ops.blocks import DTYPE_BYTES, Ctx
+from gpuplan.ops.blocks import Ctx
 from gpuplan.ops.impl import Impl, check_positive
 from gpuplan.ops.op import OpList
 from gpuplan.ops.transformer import (
@@ -12,16 +12,17 @@ from gpuplan.ops.transformer import (
     BLOCK_ATTN_WINDOW,
     BLOCK_MLP,
     BLOCK_MOE,
-    _ctx,
-    _flush,
-    _head,
-    _mlp,
-    _moe,
     attention_kinds,
+    flush_into,
+    head_block,
+    mlp_block,
     mlp_kinds,
+    moe_block,
+    phase_ctx,
     replace_ctx,
 )
 from gpuplan.specs.model import ModelSpec
+from gpuplan.units import DTYPE_BYTES
 
 
 def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = None) -> OpList:
@@ -32,7 +33,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
         raise InputError("phase", "decode", "train or prefill: an encoder-only model "
                          f"({m.name}) has no decode step and no KV cache")
     impl = impl or Impl()
-    c = _ctx(impl, "decode", train=False)
+    c = phase_ctx(impl, "decode", train=False)
     t, d = batch, m.hidden_size
     kv_e = DTYPE_BYTES[impl.kv_dtype or impl.dtype]
     c.component = "embedding"
@@ -45,19 +46,19 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
         keys = context + 1 if window is None else min(context + 1, window)
         _decode_attention(lc, m, batch, keys, kv_e)
         blocks.elementwise(lc, "residual1", t * d, 2 * t * d)
-        _flush(c, lc)
+        flush_into(c, lc)
     for moe, count in mlp_kinds(m):
         lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
         lc.component = "norm"
         blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
         lc.component = "moe" if moe else "mlp"
         if moe:
-            _moe(lc, m, t)
+            moe_block(lc, m, t)
         else:
-            _mlp(lc, m, t, m.intermediate_size)
+            mlp_block(lc, m, t, m.intermediate_size)
         blocks.elementwise(lc, "residual2", t * d, 2 * t * d)
-        _flush(c, lc)
-    _head(c, m, t, t, loss=False)
+        flush_into(c, lc)
+    head_block(c, m, t, t, loss=False)
     return OpList(tuple(c.fwd))
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuplan.errors import InputError
-from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.workload import TrainConfig, check_positive, check_split
+from gpuplan.units import DTYPE_BYTES
+
+__all__ = ["Impl", "Local", "check_positive", "local_sizes", "train_impl"]
 
 AttentionImpl = Literal["flash", "naive"]
 Target = Literal["cuda", "cpu"]
@@ -81,19 +83,8 @@ class Local:
 
 
 def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
+    check_split(m, impl.tp, impl.cp, impl.ep, seq_len)
     tp, cp, ep = impl.tp, impl.cp, impl.ep
-    for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
-        check_positive(field, value)
-    if m.num_heads % tp:
-        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
-    if m.kv_heads % tp and tp % m.kv_heads:
-        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
-    if m.is_moe and m.num_experts % ep:
-        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
-    if not m.is_moe and ep != 1:
-        raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
-    if seq_len % cp:
-        raise InputError("cp", cp, f"a divisor of the sequence length ({seq_len})")
     return Local(
         heads=m.num_heads // tp, kv_heads=max(1, m.kv_heads // tp),
         ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // tp),
@@ -101,6 +92,14 @@ def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
         seq=seq_len // cp, rep=1.0 / tp if impl.sp else 1.0)
 
 
-def check_positive(field: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise InputError(field, value, "a whole number >= 1")
+def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
+    """The one conversion from a training job to kernel settings (memory, step time and the
+    layout search all call it). target "auto" takes the device's kind: a CPU runs PyTorch's
+    CPU kernels, everything else CUDA-style ones."""
+    target: Target = ("cpu" if device_kind == "cpu" else "cuda") if cfg.target == "auto" \
+        else cfg.target
+    return Impl(attention=cfg.attention, target=target, fused=cfg.fused,
+                dtype=cfg.compute_dtype,
+                matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
+                sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
+                training_kv_cache=cfg.training_kv_cache)

@@ -13,17 +13,14 @@ from dataclasses import replace
 
 from gpuplan.errors import InputError
 from gpuplan.ops import blocks
-from gpuplan.ops.blocks import DTYPE_BYTES, FP32, INDEX, Ctx
+from gpuplan.ops.blocks import FP32, INDEX, Ctx
 from gpuplan.ops.impl import Impl, Local, check_positive, local_sizes
 from gpuplan.ops.op import Op, OpList, Phase
 from gpuplan.specs.model import ModelSpec
-
-# HF implementations that upcast attention softmax to fp32 (eager_attention_forward)
-_SOFTMAX_FP32_FAMILIES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
-                                    "gemma", "gemma2", "phi3", "deepseek_v3"})
+from gpuplan.units import DTYPE_BYTES
 
 
-def _ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
+def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
     e = DTYPE_BYTES[impl.dtype]
     if impl.dtype not in DTYPE_BYTES:
         raise InputError("dtype", impl.dtype, f"one of {', '.join(DTYPE_BYTES)}")
@@ -87,10 +84,10 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     if impl.attention == "naive" or cpu_math:
         start = len(c.fwd)
         blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
-                               softmax_fp32=m.family in _SOFTMAX_FP32_FAMILIES,
+                               softmax_fp32=m.softmax_fp32,
                                internal_bytes=FP32 if cpu_math else None, sk=seq_len,
                                selective=impl.recompute == "selective")
-        if b == 1 and m.family in _FUSED_QKV_FAMILIES and m.position != "rope" and not cpu_math:
+        if b == 1 and m.fused_qkv and m.position != "rope" and not cpu_math:
             # at batch 1 the eager matmul reshapes q without a copy: q stays a view of the
             # fused QKV output, which is then kept whole
             i = next(i for i in range(start, len(c.fwd)) if c.fwd[i].name.endswith("scores"))
@@ -108,7 +105,6 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
                       saves_input=False)
 
 
-_FUSED_QKV_FAMILIES = frozenset({"gpt2", "phi3"})
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
@@ -118,7 +114,7 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> floa
     unless RoPE (q, k) or a training-time KV cache (k, v) replaced them by copies."""
     dqk, dv = m.head_size, m.v_head_size
     q, k, v = t * h * dqk, t * hkv * dqk, t * hkv * dv
-    if m.is_mla or m.family not in _FUSED_QKV_FAMILIES:
+    if m.is_mla or not m.fused_qkv:
         return q + k + v
     rope = m.position == "rope"
     copies = impl.training_kv_cache
@@ -127,7 +123,7 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> floa
         + (k if rope and not copies else 0)
 
 
-def _mlp(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
+def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
          saved_rows: float | None = None) -> None:
     d = m.hidden_size
     if m.mlp == "gated":
@@ -149,7 +145,7 @@ def experts_touched(tokens: float, k: int, experts: int) -> float:
     return float(experts * (1.0 - (1.0 - k / experts) ** tokens))
 
 
-def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
+def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     """Router, dispatch, routed experts (grouped GEMM over t·k rows), combine; shared experts.
     Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2). With expert
     parallelism each GPU holds E/ep experts and, balanced, still computes t·k rows."""
@@ -176,7 +172,7 @@ def _moe(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
                        saved=rows * d * e + rows * FP32, kind="elementwise")
     if m.num_shared_experts:
-        _mlp(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
+        mlp_block(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
 
 
 # ---- whole model ---------------------------------------------------------------------------
@@ -200,7 +196,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     tr = t * loc.rep  # tokens whose norm/dropout/residual work this GPU does
     d = m.hidden_size
     pre = m.arch == "decoder"
-    gemma = m.family in ("gemma", "gemma2")
+    gemma = m.norm_plus_one
     for window, count in attention_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
@@ -218,7 +214,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             c.component = "norm"
             blocks.layernorm(c, "norm1", tr, d)
         _recompute(c, impl, checkpoint=tr * d * c.e)
-        _flush(ctx, c)
+        flush_into(ctx, c)
     for moe, count in mlp_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
@@ -226,9 +222,9 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "moe" if moe else "mlp"
         if moe:
-            _moe(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
+            moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
-            _mlp(c, m, t, loc.ff, saved_rows=tr)
+            mlp_block(c, m, t, loc.ff, saved_rows=tr)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
@@ -239,7 +235,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
             c.component = "norm"
             blocks.layernorm(c, "norm2", tr, d)
         _recompute(c, impl, checkpoint=0.0)
-        _flush(ctx, c)
+        flush_into(ctx, c)
 
 
 def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
@@ -261,7 +257,7 @@ def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
                component=ctx.component, prefix="layers.")
 
 
-def _flush(into: Ctx, c: Ctx) -> None:
+def flush_into(into: Ctx, c: Ctx) -> None:
     into.fwd.extend(c.fwd)
     into.bwd.extend(c.bwd)
 
@@ -275,7 +271,7 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     blocks.embedding(c, "embed.tokens", t, loc.vocab if loc else m.vocab_size, d, t)
     # HF BERT slices its registered position_ids buffer (the whole buffer stays saved);
     # GPT-2 builds position ids with arange
-    buffered = m.family == "bert"
+    buffered = m.position_ids_buffer
     if m.position == "learned":
         blocks.embedding(c, "embed.positions", s, m.max_position_embeddings, d,
                          m.max_position_embeddings if buffered else s)
@@ -293,7 +289,7 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     blocks.dropout(c, "embed.dropout", t * d * rep, p_emb)
 
 
-def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
+def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
           loc: Local | None = None, batch: int = 0) -> None:
     d = m.hidden_size
     rep = loc.rep if loc else 1.0
@@ -301,7 +297,7 @@ def _head(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
     if m.final_norm:
         c.component = "norm"
         blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm == "layernorm",
-                    plus_one=m.family in ("gemma", "gemma2"))
+                    plus_one=m.norm_plus_one)
     c.component = "head"
     if m.mlm_head:
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)
@@ -328,14 +324,14 @@ def build_training(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = N
     check_positive("batch", batch)
     check_positive("seq_len", seq_len)
     impl = impl or Impl()
-    c = _ctx(impl, "forward", train=True)
+    c = phase_ctx(impl, "forward", train=True)
     drop = impl.dropout
     loc = local_sizes(m, impl, seq_len)
     _embeddings(c, m, batch, seq_len, m.embedding_dropout if drop else 0.0, loc)
     _layers(c, m, impl, batch, seq_len, m.hidden_dropout if drop else 0.0,
             m.attention_dropout if drop else 0.0)
     t = batch * loc.seq
-    _head(c, m, t, t, loss=True, loc=loc, batch=batch)
+    head_block(c, m, t, t, loss=True, loc=loc, batch=batch)
     return OpList(tuple(c.fwd) + tuple(reversed(c.bwd)))
 
 
@@ -346,14 +342,14 @@ def build_forward(m: ModelSpec, batch: int, seq_len: int, impl: Impl | None = No
     check_positive("batch", batch)
     check_positive("seq_len", seq_len)
     impl = impl or Impl()
-    c = _ctx(impl, phase, train=False)
+    c = phase_ctx(impl, phase, train=False)
     loc = local_sizes(m, impl, seq_len)
     _embeddings(c, m, batch, seq_len, 0.0, loc)
     _layers(c, m, impl, batch, seq_len, 0.0, 0.0)
     t = batch * loc.seq
     if phase == "prefill" and m.arch == "decoder":
         _kv_write(c, m, impl, t)
-    _head(c, m, t, t if all_logits else batch, loss=False, loc=loc)
+    head_block(c, m, t, t if all_logits else batch, loss=False, loc=loc)
     return OpList(tuple(c.fwd))
 
 

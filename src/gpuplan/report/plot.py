@@ -11,7 +11,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.specs.device import Device
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     try:
         import matplotlib
 
@@ -29,7 +29,7 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
                                               "memory-bound op")) -> Path:
     """points: dicts with name, intensity (FLOP/B), attained (FLOP/s), share (0..1) and
     optionally label (the annotation; default 'name (share)')."""
-    plt = _pyplot()
+    plt = pyplot()
     bw = bandwidth or device.mem_bw_bytes_per_s
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
     lo = 0.01

@@ -124,13 +124,13 @@ def device_from_record(raw: dict[str, Any], origin: str = "record") -> Device:
     try:
         rec = DeviceFile.model_validate(raw)
     except ValidationError as e:
-        raise GpuplanError(f"{origin}: {_first_error(e)}") from None
+        raise GpuplanError(f"{origin}: {first_error(e)}") from None
     try:
         return _convert(rec)
     except InputError as e:
         raise GpuplanError(f"{origin}: {e}") from None
     except ValidationError as e:
-        raise GpuplanError(f"{origin}: {_first_error(e)}") from None
+        raise GpuplanError(f"{origin}: {first_error(e)}") from None
 
 
 def _convert(rec: DeviceFile) -> Device:
@@ -173,7 +173,7 @@ def _convert(rec: DeviceFile) -> Device:
     )
 
 
-def _first_error(e: ValidationError) -> str:
+def first_error(e: ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(p) for p in err["loc"]) or "record"
     msg = err["msg"]

@@ -5,8 +5,10 @@ names and defaults follow the `transformers` configuration class (v5), so that
 `ModelSpec.params()` equals what `AutoModelForCausalLM.from_config` (decoders) or
 `BertForMaskedLM` (bert) instantiates. The tests check this against the real classes.
 
-Supported: bert, deepseek_v3, gemma, gemma2, gpt2, llama, mistral, mixtral, phi3, qwen2,
-qwen2_moe. Anything else is refused with one line listing these.
+Supported: bert, deepseek_v3, gemma, gemma2, gpt2, llama, mistral, mixtral, opt, phi3, qwen2,
+qwen2_moe (`SUPPORTED_MODEL_TYPES`). Anything else is refused with one line listing these.
+Implementation traits (fp32 softmax, fused QKV...) follow from the model_type
+(`specs.model.FAMILY_TRAITS`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ implementation instantiates (checked in tests against real `transformers` models
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,6 +17,18 @@ Activation = Literal["gelu", "gelu_tanh", "gelu_new", "relu", "silu"]
 """gelu: exact erf GELU; gelu_tanh: tanh approximation in one fused kernel (F.gelu(approximate=
 'tanh')); gelu_new: the same function written out in Python ops (HF NewGELUActivation, GPT-2),
 which launches several kernels and keeps four tensors for backward."""
+
+
+_SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
+                 "deepseek_v3")
+FAMILY_TRAITS: dict[str, dict[str, bool]] = {
+    f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in ("gpt2", "phi3"),
+        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2"),
+        "position_ids_buffer": f == "bert"}
+    for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt")
+}
+"""Implementation traits of each supported Hugging Face model_type (transformers 4.x/5.x
+modeling files): what a config importer sets unless the spec says otherwise."""
 
 
 class ModelSpec(BaseModel):
@@ -85,6 +97,28 @@ class ModelSpec(BaseModel):
     qk_nope_head_dim: int | None = Field(default=None, gt=0)
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
     v_head_dim: int | None = Field(default=None, gt=0)
+
+    # ---- implementation traits: how the reference (Hugging Face) code runs the architecture;
+    # they change kernels and saved bytes, not parameter counts. A config importer sets them
+    # from its model_type (FAMILY_TRAITS); a spec may set any of them explicitly.
+    softmax_fp32: bool = Field(default=False, description=(
+        "eager attention upcasts the softmax to fp32 (HF eager_attention_forward)"))
+    fused_qkv: bool = Field(default=False, description=(
+        "one fused Q/K/V projection (GPT-2 c_attn, Phi-3 qkv_proj)"))
+    fused_gate_up: bool = Field(default=False, description=(
+        "one fused gate/up projection (Phi-3 gate_up_proj)"))
+    norm_plus_one: bool = Field(default=False, description=(
+        "RMSNorm scales by (1 + weight) (Gemma)"))
+    position_ids_buffer: bool = Field(default=False, description=(
+        "position ids sliced from a registered buffer that stays saved whole (HF BERT)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_traits(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "family" in data:
+            traits = FAMILY_TRAITS.get(str(data["family"]), {})
+            data = {**{k: v for k, v in traits.items()}, **data}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -266,7 +300,7 @@ class ModelSpec(BaseModel):
         per-tensor step counter). Fused layouts: GPT-2 c_attn, Phi-3 qkv_proj/gate_up_proj,
         MoE experts as two stacked tensors (transformers >= 5)."""
         ln = 2 if self.norm == "layernorm" else 1
-        fused_qkv = self.family in ("gpt2", "phi3")
+        fused_qkv = self.fused_qkv
         if self.is_mla:
             attn = (3 if self.q_lora_rank else 1) + 3 + 1
             attn += ((3 if self.q_lora_rank else 2) if self.qkv_bias else 0)  # q_a, kv_a, o biases
@@ -274,7 +308,7 @@ class ModelSpec(BaseModel):
             attn = 2 + (1 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
         else:
             attn = 4 + (3 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
-        gated_fused = self.family == "phi3"
+        gated_fused = self.fused_gate_up
         mlp = (2 if gated_fused else 3) if self.mlp == "gated" else 2
         mlp += mlp if self.mlp_bias else 0
         moe = 1 + 2 + (3 + (1 if self.shared_expert_gate else 0) if self.num_shared_experts

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuplan.errors import GpuplanError
-from gpuplan.specs.device_file import _first_error
+from gpuplan.specs.device_file import first_error
 from gpuplan.specs.model import ModelSpec
 
 if sys.version_info >= (3, 11):
@@ -31,7 +31,7 @@ def model_from_record(raw: dict[str, Any], origin: str = "record") -> ModelSpec:
     try:
         return ModelSpec.model_validate(raw)
     except ValidationError as e:
-        raise GpuplanError(f"{origin}: {_first_error(e)}") from None
+        raise GpuplanError(f"{origin}: {first_error(e)}") from None
 
 
 def load_model_file(path: Path) -> ModelSpec:

@@ -1,0 +1,124 @@
+"""The options that describe a job, defined once for every command (same flag, same default,
+same help), and the one function that turns them into a validated `TrainConfig`.
+
+Defaults come from `specs.workload.TrainConfig`, so `gpuplan memory` and `gpuplan train` (and
+the search) describe the same job the same way. `--micro-batch/--batch` and
+`--seq-len/--context` are one option each: sequences per GPU step and tokens per sequence, in
+training and in inference alike.
+
+The one option whose default differs: `--dp` is 1 in `memory` (a per-GPU view with no GPU
+count) and "the rest" in `train` (GPUs / (tp x pp x cp)).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from gpuplan.cli.options import (
+    AttentionChoice,
+    FsdpChoice,
+    OptimizerChoice,
+    PrecisionChoice,
+    RecomputeChoice,
+)
+from gpuplan.errors import InputError
+from gpuplan.specs.workload import TrainConfig
+
+_D = TrainConfig()
+_JOB, _PAR, _KER = "Job", "Parallel layout", "Precision and kernels"
+
+MicroBatchOpt = Annotated[int, typer.Option(
+    "--micro-batch", "--batch", "-b", min=1, rich_help_panel=_JOB,
+    help="sequences per GPU per forward/backward (inference: sequences in the batch)")]
+SeqLenOpt = Annotated[int, typer.Option(
+    "--seq-len", "--context", "-s", min=1, rich_help_panel=_JOB,
+    help="tokens per sequence (inference: tokens held in the KV cache)")]
+GlobalBatchOpt = Annotated[int | None, typer.Option(
+    "--global-batch", min=1, rich_help_panel=_JOB,
+    help="sequences per optimizer step (default: micro-batch x dp)")]
+OptimizerOpt = Annotated[OptimizerChoice, typer.Option("--optimizer", rich_help_panel=_JOB)]
+OffloadOpt = Annotated[bool, typer.Option(
+    "--offload-optimizer", rich_help_panel=_JOB,
+    help="optimizer states and step on the CPU (ZeRO-Offload)")]
+TpOpt = Annotated[int, typer.Option("--tp", min=1, rich_help_panel=_PAR,
+                                    help="tensor parallel GPUs")]
+PpOpt = Annotated[int, typer.Option("--pp", min=1, rich_help_panel=_PAR,
+                                    help="pipeline stages")]
+CpOpt = Annotated[int, typer.Option("--cp", min=1, rich_help_panel=_PAR,
+                                    help="context parallel GPUs")]
+EpOpt = Annotated[int, typer.Option("--ep", min=1, rich_help_panel=_PAR,
+                                    help="expert parallel GPUs")]
+ZeroOpt = Annotated[int, typer.Option("--zero", min=0, max=3, rich_help_panel=_PAR,
+                                      help="ZeRO stage over the data-parallel group")]
+FsdpOpt = Annotated[FsdpChoice, typer.Option("--fsdp", rich_help_panel=_PAR)]
+SpOpt = Annotated[bool, typer.Option("--sequence-parallel", rich_help_panel=_PAR)]
+VirtualOpt = Annotated[int, typer.Option(
+    "--virtual-stages", min=1, rich_help_panel=_PAR,
+    help="interleaved pipeline chunks per stage")]
+RecomputeOpt = Annotated[RecomputeChoice, typer.Option("--recompute", rich_help_panel=_KER)]
+AttentionOpt = Annotated[AttentionChoice, typer.Option("--attention", rich_help_panel=_KER)]
+FusedOpt = Annotated[bool, typer.Option(
+    "--fused", rich_help_panel=_KER,
+    help="fused norm/activation kernels (Megatron, torch.compile)")]
+PrecisionOpt = Annotated[PrecisionChoice, typer.Option("--precision", rich_help_panel=_KER)]
+GradFp32Opt = Annotated[bool, typer.Option(
+    "--grad-fp32", rich_help_panel=_KER,
+    help="keep/accumulate gradients in fp32 (Megatron main_grad)")]
+NoDropoutOpt = Annotated[bool, typer.Option(
+    "--no-dropout", rich_help_panel=_KER, help="ignore the model config's dropout rates")]
+TargetOpt = Annotated[str, typer.Option(
+    "--target", rich_help_panel=_KER, help="whose kernels: auto (the device's), cpu or cuda")]
+CudaContextOpt = Annotated[float | None, typer.Option(
+    "--cuda-context-gb", min=0.0, rich_help_panel=_KER,
+    help="CUDA context + workspaces, GB (default 0.5 GiB = 0.537 GB)")]
+FragmentationOpt = Annotated[float | None, typer.Option(
+    "--fragmentation", min=0.0, max=0.9, rich_help_panel=_KER,
+    help="allocator fragmentation share (default 0.10 train, 0.05 infer)")]
+
+DEFAULTS: dict[str, Any] = {
+    "micro_batch": _D.micro_batch, "seq_len": _D.seq_len, "global_batch": _D.global_batch,
+    "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
+    "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
+    "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
+    "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
+    "attention": AttentionChoice(_D.attention), "fused": _D.fused,
+    "precision": PrecisionChoice(_D.precision), "grad_fp32": False, "no_dropout": False,
+    "target": _D.target, "cuda_context_gb": None, "fragmentation": None,
+}
+"""every job option's default, taken from TrainConfig (the commands use these)"""
+
+
+def cuda_context_bytes(gb: float | None, device_kind: str) -> int:
+    if device_kind == "cpu":
+        return 0
+    return _D.cuda_context_bytes if gb is None else int(gb * 1e9)
+
+
+def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
+    """The CLI's job options (names as in DEFAULTS) -> one validated TrainConfig."""
+    if o["target"] not in ("auto", "cpu", "cuda"):
+        raise InputError("--target", o["target"], "auto, cpu or cuda")
+    return TrainConfig(
+        micro_batch=o["micro_batch"], seq_len=o["seq_len"], precision=o["precision"].value,
+        optimizer=o["optimizer"].value, zero=o["zero"], fsdp=o["fsdp"].value, dp=dp,
+        tp=o["tp"], pp=o["pp"], cp=o["cp"], ep=o["ep"], sp=o["sequence_parallel"],
+        virtual_stages=o["virtual_stages"], recompute=o["recompute"].value,
+        attention=o["attention"].value, grad_dtype="fp32" if o["grad_fp32"] else "auto",
+        offload_optimizer=o["offload_optimizer"], global_batch=o["global_batch"],
+        dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
+        cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
+        fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"])
+
+
+def train_only_given(o: dict[str, Any]) -> dict[str, object]:
+    """The training-only options as TrainConfig field values (for refusing them in inference)."""
+    return {"global_batch": o["global_batch"], "precision": o["precision"].value,
+            "optimizer": o["optimizer"].value, "zero": o["zero"], "fsdp": o["fsdp"].value,
+            "dp": o.get("dp", 1), "pp": o["pp"], "cp": o["cp"], "ep": o["ep"], "sp": o["sequence_parallel"],
+            "virtual_stages": o["virtual_stages"], "recompute": o["recompute"].value,
+            "attention": o["attention"].value,
+            "grad_dtype": "fp32" if o["grad_fp32"] else "auto",
+            "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
+            "fused": o["fused"], "target": o["target"]}

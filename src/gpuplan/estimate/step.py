@@ -1,0 +1,122 @@
+"""The training step model as small pure terms. Each takes Python floats (one job,
+`training.step_time`) or numpy arrays (every layout at once, `search`), so the search
+evaluates exactly the functions `train` uses. Collective times and per-block compute times are
+inputs: they come from `estimate.comm.collective_time` and the operator roofline, and the
+efficiency model (`estimate.efficiency`) is plugged in by the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuplan.estimate.efficiency import Efficiency
+from gpuplan.ops.transformer import BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP, BLOCK_MOE
+from gpuplan.specs.cluster import Cluster
+
+Array = Any
+"""a float or a numpy array of them"""
+
+OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit": 20.0,
+                             "adafactor": 16.0}
+"""Bytes an optimizer step reads and writes per local parameter (AdamW, mixed precision: read
+fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
+
+HOST_BYTES_PER_S_PER_GPU = 25e9
+"""Host memory bandwidth one GPU's CPU optimizer can use (a 2-socket server's ~200-300 GB/s
+shared by 8 GPUs; assumption)."""
+
+
+def stage_compute(block_t: dict[str, float], layers: Array, sliding: Array, dense: Array,
+                  moe: Array, embedding: Array, head: Array) -> Array:
+    """Seconds of one micro-batch on a pipeline stage: its layers' blocks and, on the first
+    and last stage, the embedding and the head (0/1 flags)."""
+    t = (sliding * block_t.get(BLOCK_ATTN_WINDOW, 0.0)
+         + (layers - sliding) * block_t.get(BLOCK_ATTN, 0.0)
+         + dense * block_t.get(BLOCK_MLP, 0.0) + moe * block_t.get(BLOCK_MOE, 0.0))
+    return t + embedding * block_t.get("embedding", 0.0) + head * block_t.get("head", 0.0)
+
+
+def stage_comm(layers: Array, moe: Array, ar_per_layer: int, tp_ar: float,
+               a2a: float) -> Array:
+    """Exposed TP and EP collectives of one micro-batch on a stage: one TP all-reduce per
+    attention and MLP block and pass (Shoeybi et al. 2019 §3), four all-to-alls (dispatch and
+    combine, forward and backward) per MoE layer (Lepikhin et al. 2021 §2)."""
+    return layers * ar_per_layer * tp_ar + moe * 4 * a2a
+
+
+def tp_all_reduces_per_layer(recompute: str) -> int:
+    """Attention and MLP: one each forward, backward, and recomputed forward."""
+    return 2 * (3 if recompute == "full" else 2)
+
+
+def pipeline_time(n_micro: Array, t_mb: Array, pp: Array, v: Array) -> Array:
+    """1F1B takes (m + p - 1) stage-steps for m micro-batches; interleaving with v virtual
+    stages shrinks the fill/drain to (p - 1)/v of a stage-step (Narayanan et al. 2021 §2.2)."""
+    return n_micro * t_mb + np.where(pp > 1, (pp - 1) * t_mb / v, 0.0)
+
+
+def bubble_fraction(n_micro: Array, pp: Array, v: Array) -> Array:
+    return np.where(pp > 1, (pp - 1) / v / (n_micro + (pp - 1) / v), 0.0)
+
+
+def cp_comm(per_layer: Array, attn_core: Array, layers: Array, n_micro: Array,
+            overlap: bool) -> tuple[Array, Array]:
+    """(total, exposed): K/V all-gathered and dK/dV reduce-scattered per layer, overlapped with
+    the attention core (ring attention; Liu et al. 2023)."""
+    total = per_layer * layers * n_micro
+    exposed = np.maximum(0.0, per_layer - attn_core) * layers * n_micro if overlap else total
+    return total, exposed
+
+
+def pp_comm(t_p2p: Array, pp: Array, n_micro: Array, v: Array,
+            overlap: bool) -> tuple[Array, Array]:
+    """(total, exposed): activations forward and gradients backward between stages; in steady
+    state they overlap compute, fill and drain expose them."""
+    total = 2 * t_p2p * n_micro * (pp - 1) / pp * v
+    return total, (2 * (pp - 1) * t_p2p if overlap else total)
+
+
+def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, fwd: Array,
+            bwd: Array, n_micro: Array, overlap: bool) -> tuple[Array, Array]:
+    """(total, exposed) data-parallel communication. ZeRO-0: gradients all-reduced; ZeRO-1/2:
+    reduce-scattered, parameters all-gathered after the step; ZeRO-3: parameters gathered in
+    forward and backward and gradients reduce-scattered every micro-batch (Rajbhandari et al.
+    2020 §5). Bucketed and overlapped with the last micro-batch's backward (ZeRO-3: with each
+    micro-batch's compute); exposed = what does not fit. Pass zeros when dp x cp = 1."""
+    total = np.select([z == 0, z < 3], [ar, rs + ag], (2 * ag3 + rs3) * n_micro)
+    if not overlap:
+        return total, total
+    z3 = (np.maximum(0.0, ag3 - fwd) + np.maximum(0.0, ag3 + rs3 - bwd)) * n_micro
+    exposed = np.select([z == 0, z < 3], [np.maximum(0.0, ar - bwd),
+                                          np.maximum(0.0, rs - bwd) + ag], z3)
+    return total, exposed
+
+
+def offload_step_time(local_params: Array, bpp: dict[str, float], cluster: Cluster) -> Array:
+    """ZeRO-Offload (Ren et al. 2021): gradients to the host and updated weights back over
+    PCIe, the Adam step on the CPU (fp32 master and moments: 28 bytes moved per parameter)."""
+    dev = cluster.device
+    pcie = dev.pcie.bw_bytes_per_s * 0.8 if dev.pcie else 16e9
+    transfer = local_params * (bpp["gradients"] + bpp["weights"]) / pcie
+    return transfer + local_params * 28.0 / HOST_BYTES_PER_S_PER_GPU
+
+
+def memory_efficiency(eff: Efficiency, nbytes: Array) -> Array:
+    """eff.memory(nbytes) for a float or, element by element, an array."""
+    if np.ndim(nbytes) == 0:
+        return eff.memory(float(nbytes))
+    uniq, inv = np.unique(nbytes, return_inverse=True)
+    return np.array([eff.memory(float(u)) for u in uniq])[inv]
+
+
+def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
+                   bpp: dict[str, float], cluster: Cluster, eff: Efficiency) -> Array:
+    """A memory-bound pass over the local parameter shard, or the offloaded CPU step."""
+    local = params / shard
+    opt_bytes = local * OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    on_gpu = opt_bytes / (cluster.device.mem_bw_bytes_per_s * memory_efficiency(eff, opt_bytes))
+    if np.ndim(offload) == 0:
+        return offload_step_time(local, bpp, cluster) if offload else on_gpu
+    return np.where(offload, offload_step_time(local, bpp, cluster), on_gpu)

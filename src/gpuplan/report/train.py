@@ -1,0 +1,65 @@
+"""Rendering of `gpuplan train`: the step, the run and the scaling table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from gpuplan import units
+from gpuplan.report.output import table
+
+
+def _pct(x: float | None) -> str:
+    return f"{x:.1%}" if x is not None else "-"
+
+
+def render_train(con: Console, r: dict[str, Any]) -> None:
+    """The table of `gpuplan train` from its JSON object."""
+    lay = r["layout"]
+    title = (f"{r['model']} on {r['gpus']} x {r['device']} (dp {lay['dp']}, tp {lay['tp']}, pp "
+             f"{lay['pp']}, cp {lay['cp']}, ep {lay['ep']}, ZeRO {lay['zero']}), micro-batch "
+             f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
+    if not r["fits"]:
+        mem = r["memory"]
+        con.print(f"{title}\nDOES NOT FIT: {units.format_bytes(mem['total_bytes'])} per GPU of "
+                  f"{units.format_bytes(mem['capacity_bytes'])}; not timed. Try `gpuplan memory "
+                  f"... --fix` or --search.")
+        return
+    t = table(title, [("", "left"), ("value", "right")],
+              caption="MFU: model FLOPs (no recompute, attention in full) / dense peak; "
+                      "HFU counts recomputation. Overlap: " + r["assumptions"]["overlap"]
+                      + ". Efficiency: " + r["assumptions"]["efficiency"]["source"])
+    t.add_row("step time", units.format_seconds(r["step_time_s"]))
+    t.add_row("tokens / s", f"{r['tokens_per_s']:,.0f}")
+    t.add_row("model TFLOP/s per GPU", f"{r['model_flops_per_s_per_gpu'] / 1e12:,.1f}")
+    t.add_row("MFU / HFU", f"{_pct(r['mfu'])} / {_pct(r['hfu'])}")
+    t.add_row("communication exposed / total",
+              f"{units.format_seconds(r['comm_exposed_s'])} / "
+              f"{units.format_seconds(r['comm_time_s'])}")
+    t.add_row("pipeline bubble", _pct(r["bubble_fraction"]))
+    t.add_row("memory per GPU", f"{units.format_bytes(r['memory']['total_bytes'])} of "
+                                f"{units.format_bytes(r['memory']['capacity_bytes'])}")
+    for k, v in r["breakdown_s"].items():
+        if v:
+            t.add_row(f"  {k.replace('_', ' ')}", f"{units.format_seconds(v)} "
+                                                   f"({v / r['step_time_s']:.0%})")
+    t.add_row("dominant term", r["dominant"].replace("_", " "))
+    run = r.get("run")
+    if run:
+        t.add_row(f"run: {run['tokens']:.3g} tokens", f"{run['wall_days']:.3g} days, "
+                                                      f"{r['gpu_hours']:,.0f} GPU-hours")
+        t.add_row("energy", f"{run['energy_kwh']:,.0f} kWh (TDP x 0.8 x PUE 1.2)")
+        if r["cost_usd"] is not None:
+            t.add_row("cost", f"{units.format_usd(r['cost_usd'])} at "
+                              f"${run['usd_per_gpu_hour']:.2f}/GPU-h")
+    con.print(t)
+    if r.get("scaling"):
+        s = table("scaling (data parallel; per-GPU batch fixed)",
+                  [("GPUs", "right"), ("tokens/s", "right"), ("speedup", "right"),
+                   ("efficiency", "right"), ("MFU", "right"), ("why", "left")])
+        for p in r["scaling"]:
+            s.add_row(str(p["gpus"]), f"{p['tokens_per_s']:,.0f}" if p["tokens_per_s"] else "-",
+                      f"{p.get('speedup', 0):.2f}x" if p.get("speedup") else "-",
+                      _pct(p.get("efficiency")), _pct(p.get("mfu")), p.get("why", ""))
+        con.print(s)

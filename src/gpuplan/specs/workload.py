@@ -1,0 +1,199 @@
+"""The job: what is trained or served, how it is split over GPUs, its precision and kernels.
+
+One validated description per kind of job (`TrainConfig`, `InferConfig`); every cross-field
+rule lives here: a job checks itself when it is made (and when `dataclasses.replace` makes a
+changed copy), `check_split` checks it against a model, `check_layout` against a GPU count.
+Estimators take these objects; `ops.impl.train_impl` is the one conversion from a training job
+to kernel settings, used by memory, step time and the layout search alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
+
+from gpuplan.errors import InputError
+from gpuplan.specs.model import ModelSpec
+
+Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
+Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor"]
+Recompute = Literal["none", "selective", "full"]
+Fsdp = Literal["none", "full", "hybrid"]
+Attention = Literal["flash", "naive"]
+TargetChoice = Literal["auto", "cpu", "cuda"]
+
+GiB = 2**30
+CUDA_CONTEXT_BYTES = int(0.5 * GiB)
+"""CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process (typically 0.3-0.8 GiB; an
+assumption: `gpuplan bench` measures it)"""
+FRAGMENTATION = 0.10
+"""share of dynamic memory (activations + buffers) lost to allocator fragmentation in training
+(assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
+INFER_FRAGMENTATION = 0.05
+"""the same for inference, whose dynamic memory is mostly one preallocated KV pool"""
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "precision": get_args(Precision), "optimizer": get_args(Optimizer),
+    "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
+    "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32"),
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training job (the per-GPU view comes from the parallel degrees)."""
+
+    micro_batch: int = 1
+    seq_len: int = 4096
+    precision: Precision = "bf16-mixed"
+    optimizer: Optimizer = "adamw"
+    zero: int = 0
+    """ZeRO stage 0-3 over the data-parallel group (FSDP full shard = 3)"""
+    fsdp: Fsdp = "none"
+    shard_size: int | None = None
+    """hybrid shard: GPUs per sharding group (default: GPUs per node, 8)"""
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sp: bool = False
+    virtual_stages: int = 1
+    recompute: Recompute = "none"
+    attention: Attention = "flash"
+    grad_dtype: Literal["auto", "fp32"] = "auto"
+    """auto: gradients in the compute dtype (16-bit for mixed precision); fp32: accumulated in
+    fp32 (Megatron-LM main_grad)"""
+    offload_optimizer: bool = False
+    global_batch: int | None = None
+    dropout: bool = True
+    """apply the model config's dropout rates (0 for most LLM configs)"""
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
+    fragmentation: float = FRAGMENTATION
+    fused: bool = False
+    """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
+    target: TargetChoice = "auto"
+    """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
+    training_kv_cache: bool = True
+    """Hugging Face models build a KV cache in training too (use_cache=True); False for
+    frameworks without it (Megatron, nanoGPT, torchtitan)"""
+
+    def __post_init__(self) -> None:
+        for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
+            check_positive(f, getattr(self, f))
+        for f, valid in _CHOICES.items():
+            if getattr(self, f) not in valid:
+                raise InputError(f, getattr(self, f), f"one of {', '.join(valid)}")
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError("zero", self.zero, "0, 1, 2 or 3")
+        if self.global_batch is not None and self.global_batch % (self.micro_batch * self.dp):
+            raise InputError("global_batch", self.global_batch,
+                             f"a multiple of micro_batch x dp = {self.micro_batch * self.dp}")
+        if not 0 <= self.fragmentation < 1:
+            raise InputError("fragmentation", self.fragmentation, "a fraction in [0, 1)")
+        if self.cuda_context_bytes < 0:
+            raise InputError("cuda_context_bytes", self.cuda_context_bytes, "bytes >= 0")
+        if self.shard_size is not None:
+            check_positive("shard_size", self.shard_size)
+
+    @property
+    def grad_accum(self) -> int:
+        if self.global_batch is None:
+            return 1
+        return max(1, self.global_batch // (self.micro_batch * self.dp))
+
+    @property
+    def compute_dtype(self) -> str:
+        """Activation and matmul input dtype (fp8-mixed: bf16 activations, fp8 matmuls)."""
+        return {"fp32": "fp32", "fp16-mixed": "fp16", "bf16-mixed": "bf16",
+                "fp8-mixed": "bf16"}[self.precision]
+
+    @property
+    def shard_group(self) -> int:
+        """GPUs that shard model states: dp x cp for ZeRO/FSDP full, the shard group for
+        hybrid (context-parallel ranks hold the same parameters and join the reduction)."""
+        group = self.dp * self.cp
+        if self.fsdp == "hybrid":
+            return min(group, self.shard_size or 8)
+        return group
+
+    @property
+    def zero_stage(self) -> int:
+        return 3 if self.fsdp in ("full", "hybrid") else self.zero
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+
+@dataclass(frozen=True)
+class InferConfig:
+    """One inference (serving) job's memory-relevant part."""
+
+    batch: int = 1
+    context: int = 4096
+    """tokens per sequence held in the KV cache (prompt + generated)"""
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    tp: int = 1
+    prefill_chunk: int | None = None
+    """tokens processed in one prefill step (default: min(batch x context, 8192))"""
+    block_size: int | None = None
+    """paged KV cache block size in tokens (vLLM default 16); None = exact"""
+    margin: float = 0.10
+    """safety margin kept free when computing max_batch / max_context"""
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES
+    fragmentation: float = INFER_FRAGMENTATION
+
+
+TRAIN_ONLY = ("global_batch", "precision", "optimizer", "zero", "fsdp", "dp", "pp", "cp", "ep",
+              "sp", "virtual_stages", "recompute", "attention", "grad_dtype",
+              "offload_optimizer", "dropout", "fused", "target")
+"""TrainConfig fields that an inference job has no use for"""
+
+_OPTION = {"sp": "--sequence-parallel", "grad_dtype": "--grad-fp32", "dropout": "--no-dropout"}
+
+
+def refuse_train_only(given: dict[str, object]) -> None:
+    """Inference refuses training-only options: `given` maps TrainConfig field names to what
+    the user set; any that differs from the training default is an error."""
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    for name in TRAIN_ONLY:
+        if name in given and given[name] != defaults[name]:
+            option = _OPTION.get(name, "--" + name.replace("_", "-"))
+            raise InputError(option, given[name], "nothing with --mode infer (a training-only "
+                             "option)")
+
+
+def check_positive(field: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(field, value, "a whole number >= 1")
+
+
+def check_split(m: ModelSpec, tp: int, cp: int, ep: int, seq_len: int) -> None:
+    """Tensor, context and expert parallel degrees that the model's shapes allow."""
+    for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
+        check_positive(field, value)
+    if m.num_heads % tp:
+        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
+    if m.kv_heads % tp and tp % m.kv_heads:
+        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
+    if m.is_moe and m.num_experts % ep:
+        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
+    if not m.is_moe and ep != 1:
+        raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
+    if seq_len % cp:
+        raise InputError("cp", cp, f"a divisor of the sequence length ({seq_len})")
+
+
+def check_layout(cfg: TrainConfig, gpus: int, m: ModelSpec) -> None:
+    """The parallel degrees against the GPU count and the model's layers and experts."""
+    used = cfg.gpus
+    if used != gpus:
+        raise InputError("gpus", gpus, f"dp x tp x pp x cp = {cfg.dp}x{cfg.tp}x{cfg.pp}x{cfg.cp}"
+                         f" = {used} (set --dp/--tp/--pp/--cp to multiply to --gpus)")
+    if cfg.ep > 1 and (cfg.dp * cfg.cp) % cfg.ep:
+        raise InputError("ep", cfg.ep, f"a divisor of dp x cp = {cfg.dp * cfg.cp}")
+    if cfg.pp > m.num_layers:
+        raise InputError("pp", cfg.pp, f"at most the number of layers ({m.num_layers})")
+    check_split(m, cfg.tp, cfg.cp, cfg.ep, cfg.seq_len)
