@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from gpuplan.cli.main import main
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.latency import (
-    ServeConfig,
     compute_bound_batch,
     decode_s,
     latency,
@@ -29,6 +28,7 @@ from gpuplan.estimate.serving_sim import Engine, simulate
 from gpuplan.estimate.workload import parse_lengths, poisson_workload, trace_workload
 from gpuplan.specs.api_prices import ApiPrice, builtin_api_prices, parse_api_prices
 from gpuplan.specs.catalog import device_catalog, get_device, get_model
+from gpuplan.specs.serving import ServeConfig
 
 H100 = get_device("h100")
 LLAMA8 = get_model("llama-3-8b")

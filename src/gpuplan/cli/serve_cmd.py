@@ -98,8 +98,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serving latency (TTFT, TPOT), throughput under load, and $ per million tokens."""
         from gpuplan.cli.serve_render import render
-        from gpuplan.estimate.latency import ServeConfig, step_model
+        from gpuplan.estimate.latency import step_model
         from gpuplan.specs.catalog import get_device, get_model
+        from gpuplan.specs.serving import ServeConfig
 
         m, d = get_model(model), get_device(gpu)
         cfg = ServeConfig(weight_dtype=weight_dtype.value, kv_dtype=kv_dtype.value, tp=tp,

@@ -11,12 +11,13 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.inference import infer_memory
-from gpuplan.estimate.latency import ServeConfig, StepModel
+from gpuplan.estimate.latency import StepModel
 from gpuplan.estimate.memory import MemoryResult
 from gpuplan.estimate.serving_sim import Engine, SimResult, simulate
 from gpuplan.estimate.workload import Workload, poisson_workload
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
 from gpuplan.specs.workload import InferConfig
 
 KV_MEMORY_FRACTION = 0.90
