@@ -22,10 +22,10 @@ from gpuplan.estimate.latency import (
     latency,
     step_model,
 )
+from gpuplan.estimate.request_stream import parse_lengths, poisson_workload, trace_workload
 from gpuplan.estimate.serving import kv_capacity, max_throughput, summarize
 from gpuplan.estimate.serving_cost import api_comparison, gpu_cost
 from gpuplan.estimate.serving_sim import Engine, simulate
-from gpuplan.estimate.workload import parse_lengths, poisson_workload, trace_workload
 from gpuplan.specs.api_prices import ApiPrice, builtin_api_prices, parse_api_prices
 from gpuplan.specs.catalog import device_catalog, get_device, get_model
 from gpuplan.specs.serving import ServeConfig

@@ -13,8 +13,8 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.inference import infer_memory
 from gpuplan.estimate.latency import StepModel
 from gpuplan.estimate.memory import MemoryResult
+from gpuplan.estimate.request_stream import Workload, poisson_workload
 from gpuplan.estimate.serving_sim import Engine, SimResult, simulate
-from gpuplan.estimate.workload import Workload, poisson_workload
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.serving import ServeConfig
