@@ -35,6 +35,7 @@ app = typer.Typer(
 
 
 def _register() -> None:
+    import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import (
         bench_cmd,
         catalog_cmds,
@@ -52,6 +53,7 @@ def _register() -> None:
     train_cmd.register(app)
     bench_cmd.register(app)
     serve_cmd.register(app)
+    profile_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; turn user errors into one line and exit code 2."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
         print(f"gpuplan: error: {e}", file=sys.stderr)
         return 2
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -81,6 +81,9 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="train: stack profile (megatron, fsdp, deepspeed, llm-foundry, "
+            "hf) setting fused kernels and the gradient dtype")] = None,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
@@ -95,6 +98,11 @@ def register(app: typer.Typer) -> None:
         o = dict(locals())
         if mode is Mode.train:
             cfg = train_job(o, dp, d.kind)
+            if framework is not None:
+                from gpuplan.specs.framework import get_framework
+
+                fw = get_framework(framework)
+                cfg = fw.apply(cfg)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
@@ -110,6 +118,8 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         r = {"model": m.name, **res.to_json()}
+        if framework is not None and mode is Mode.train:
+            r["assumptions"] = {**r["assumptions"], "framework": fw.describe()}
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 

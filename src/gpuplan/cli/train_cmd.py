@@ -86,13 +86,18 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
+            "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
+        from gpuplan.estimate.efficiency import framework_efficiency
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
+        from gpuplan.specs.framework import get_framework
 
         m, d = get_model(model), get_device(gpu)
         cluster = default_cluster(d, gpus, gpus_per_node,
@@ -103,13 +108,13 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        cfg = train_job(dict(locals()), dp, d.kind)
-        eff, prof = None, None
+        fw = get_framework(framework)
+        cfg = fw.apply(train_job(dict(locals()), dp, d.kind), named=framework is not None)
+        eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
-            from gpuplan.estimate.efficiency import training_efficiency
 
-            eff, prof = apply(profile, d, training_efficiency(d))
+            eff, prof = apply(profile, d, eff)
         if search:
             from gpuplan.cli.search_cmd import run_search
 
@@ -117,5 +122,6 @@ def register(app: typer.Typer) -> None:
             return
         res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
                              efficiency=eff, scaling=scaling, profile=prof)
+        res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
