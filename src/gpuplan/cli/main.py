@@ -60,6 +60,7 @@ def _register() -> None:
         flops_cmd,
         memory_cmd,
         roofline_cmd,
+        serve_cmd,
         train_cmd,
         web_cmd,
     )
@@ -72,6 +73,7 @@ def _register() -> None:
     bench_cmd.register(app)
     cost_cmd.register(app)
     advise_cmd.register(app)
+    serve_cmd.register(app)
     profile_cmd.register(app)
     web_cmd.register(app)
 
