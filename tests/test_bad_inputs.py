@@ -34,6 +34,12 @@ BASE = {
     "train": ["train", "gpt2", "--gpus", "8"],
     "roofline": ["roofline", "gpt2"],
     "flops": ["flops", "gpt2"],
+    "serve": ["serve", "gpt2"],
+    "sim": ["serve", "gpt2", "--max-throughput", "--requests", "4"],
+    "cost": ["cost", "h100"],
+    "advise": ["advise", "gpt2"],
+    "lora": ["memory", "gpt2", "--finetune", "lora"],
+    "qlora": ["train", "gpt2", "--gpus", "8", "--finetune", "qlora"],
 }
 INT_OPTIONS = {
     "memory": ["--micro-batch", "--seq-len", "--global-batch", "--dp", "--tp", "--pp", "--cp",
@@ -43,12 +49,26 @@ INT_OPTIONS = {
               "--virtual-stages", "--micro-batch", "--global-batch", "--seq-len"],
     "roofline": ["--batch", "--seq-len", "--top"],
     "flops": ["--batch", "--seq-len"],
+    "serve": ["--batch", "--tp", "--block-size"],
+    "sim": ["--requests", "--max-batch", "--max-tokens", "--seed"],
+    "cost": ["--gpus"],
+    "advise": ["--lora-rank", "--top"],
+    "lora": ["--lora-rank"],
+    "qlora": ["--lora-rank"],
 }
 BAD_INTS = ["0", "-1", HUGE, "1.5", "1e3", "nan", "inf", "", "abc", "\x00", LONG, str(2**40 + 1)]
 FLOAT_OPTIONS = {
     "memory": ["--cuda-context-gb", "--fragmentation"],
     "infer": ["--margin", "--cuda-context-gb", "--fragmentation"],
     "train": ["--tokens", "--usd-per-gpu-hour", "--scale-up-gbps", "--scale-out-gbps"],
+    "serve": ["--rate", "--usd-per-gpu-hour"],
+    "sim": ["--slo-ttft", "--slo-tpot", "--kv-fraction"],
+    "cost": ["--years", "--utilization", "--usd-per-kwh", "--pue", "--purchase-usd-per-gpu",
+             "--rent-usd-per-gpu-hour", "--reserved-usd-per-gpu-hour", "--spot-usd-per-gpu-hour",
+             "--server-usd-per-gpu", "--network-usd-per-gpu", "--facility-usd-per-kw-month",
+             "--maintenance-share", "--staff-usd-per-gpu-year", "--useful-life-years",
+             "--board-power-w"],
+    "advise": ["--tokens", "--budget", "--deadline"],
 }
 BAD_FLOATS = ["inf", "-inf", "nan", "1e308", "1e400", "-1", "", "abc", HUGE + "e5"]
 CHOICE_OPTIONS = {
@@ -57,6 +77,10 @@ CHOICE_OPTIONS = {
     "infer": {"--weight-dtype": "int3", "--kv-dtype": "bf17"},
     "train": {"--precision": "fp8", "--optimizer": "", "--recompute": LONG, "--fsdp": "\x1b[31m"},
     "roofline": {"--phase": "decode2", "--dtype": "int4", "--attention": "nave"},
+    "serve": {"--weight-dtype": "fp5", "--kv-dtype": "", "--scheduler": "fifo"},
+    "advise": {"--goal": "win"},
+    "lora": {"--finetune": "dora", "--lora-targets": "q_proj,zz_proj"},
+    "qlora": {"--lora-targets": ""},
 }
 BAD_NAMES = ["", " ", "x" * 300, LONG, "gpt2\x07", "\x1b[31mred", "../../etc/passwd", "/dev/zero",
              "/dev/null", "/etc", "missing.json", "~nosuchuser9/config.json", "ģρτ2", "a\x00b"]
@@ -68,8 +92,9 @@ def _cases() -> list[tuple[str, list[str], str]]:
     for cmd, opts in INT_OPTIONS.items():
         for opt in opts:
             for i, v in enumerate(BAD_INTS):
-                if opt == "--zero" and v == "0":
-                    continue  # ZeRO stage 0 is valid
+                if (opt in ("--zero", "--seed") and v == "0") or (opt == "--seed" and
+                                                                   v == str(2**40 + 1)):
+                    continue  # ZeRO stage 0 and seed 0 are valid
                 out.append((f"{cmd}{opt}-int{i}", [*BASE[cmd], opt, v], opt))
     for cmd, opts in FLOAT_OPTIONS.items():
         for opt in opts:

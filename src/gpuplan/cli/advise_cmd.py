@@ -11,8 +11,10 @@ from rich.console import Console
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.cost_cmd import PricesOpt
+from gpuplan.cli.guards import finite
 from gpuplan.cli.job_opts import DEFAULTS, GlobalBatchOpt, SeqLenOpt
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import MAX_DIM, MAX_TOKENS, MAX_TOP
 
 
 class GoalChoice(str, Enum):
@@ -49,15 +51,19 @@ def register(app: typer.Typer) -> None:
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         goal: Annotated[GoalChoice, typer.Option("--goal")] = GoalChoice.pretrain,
         tokens: Annotated[float | None, typer.Option(
-            "--tokens", min=1, help="default: 20 per parameter (pretrain), 1e8 (fine-tuning)")]
+            "--tokens", callback=finite(1, MAX_TOKENS),
+            help="default: 20 per parameter (pretrain), 1e8 (fine-tuning)")]
         = None,
-        budget: Annotated[float | None, typer.Option("--budget", min=0, help="US$")] = None,
+        budget: Annotated[float | None, typer.Option(
+            "--budget", callback=finite(0, 1e15), help="US$")] = None,
         deadline: Annotated[float | None, typer.Option(
-            "--deadline", min=0.001, help="days (default 90 pretrain, 7 fine-tuning)")] = None,
+            "--deadline", callback=finite(0.001, 36500.0, unit=" days"),
+            help="days (default 90 pretrain, 7 fine-tuning)")] = None,
         seq_len: SeqLenOpt = DEFAULTS["seq_len"],
         global_batch: GlobalBatchOpt = DEFAULTS["global_batch"],
-        lora_rank: Annotated[int, typer.Option("--lora-rank", min=1)] = 16,
-        top: Annotated[int, typer.Option("--top", min=1, help="rows in the table")] = 10,
+        lora_rank: Annotated[int, typer.Option("--lora-rank", min=1, max=MAX_DIM)] = 16,
+        top: Annotated[int, typer.Option(
+            "--top", min=1, max=MAX_TOP, help="rows in the table")] = 10,
         prices: PricesOpt = None,
         as_json: JsonOpt = False,
     ) -> None:

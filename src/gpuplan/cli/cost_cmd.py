@@ -10,12 +10,18 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import finite
 from gpuplan.errors import GpuplanError
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import MAX_GPUS
 
 PricesOpt = Annotated[Path | None, typer.Option(
     "--prices", help="your price table (CSV: device,kind,usd[,as_of,source,url,note]); "
                      "default $GPUPLAN_PRICES, else the built-in basis")]
+
+MAX_USD = 1e9
+"""any one price or cost per GPU (US$); an hourly, per-kWh or monthly rate at most MAX_RATE_USD"""
+MAX_RATE_USD = 1e6
 
 _ROWS = [("GPUs", "gpus_usd"), ("servers (host share)", "servers_usd"),
          ("cluster network", "network_usd"), ("energy (GPUs + host, x PUE)", "energy_usd"),
@@ -84,31 +90,40 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def cost(
         gpu: Annotated[str, typer.Argument(help="device name, alias or .toml")],
-        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
+        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1, max=MAX_GPUS)] = 8,
         years: Annotated[float, typer.Option("--years", min=0.01, max=20)] = 3.0,
         utilization: Annotated[float, typer.Option(
             "--utilization", "-u", min=0.0, max=1.0, help="share of hours the GPUs are busy")]
         = 0.7,
-        usd_per_kwh: Annotated[float | None, typer.Option("--usd-per-kwh", min=0)] = None,
-        pue: Annotated[float | None, typer.Option("--pue", min=1.0)] = None,
-        purchase: Annotated[float | None, typer.Option("--purchase-usd-per-gpu", min=0)] = None,
+        usd_per_kwh: Annotated[float | None, typer.Option(
+            "--usd-per-kwh", callback=finite(0, MAX_RATE_USD))] = None,
+        pue: Annotated[float | None, typer.Option("--pue", callback=finite(1.0, 10.0))] = None,
+        purchase: Annotated[float | None, typer.Option(
+            "--purchase-usd-per-gpu", callback=finite(0, MAX_USD))] = None,
         rent: Annotated[float | None, typer.Option(
-            "--rent-usd-per-gpu-hour", min=0, help="on-demand rate")] = None,
-        reserved: Annotated[float | None, typer.Option("--reserved-usd-per-gpu-hour", min=0)]
+            "--rent-usd-per-gpu-hour", callback=finite(0, MAX_RATE_USD), help="on-demand rate")] = None,
+        reserved: Annotated[float | None, typer.Option(
+            "--reserved-usd-per-gpu-hour", callback=finite(0, MAX_RATE_USD))]
         = None,
-        spot: Annotated[float | None, typer.Option("--spot-usd-per-gpu-hour", min=0)] = None,
+        spot: Annotated[float | None, typer.Option(
+            "--spot-usd-per-gpu-hour", callback=finite(0, MAX_RATE_USD))] = None,
         server: Annotated[float | None, typer.Option(
-            "--server-usd-per-gpu", min=0, help="host share per GPU (default 0.29 x GPU price)")]
+            "--server-usd-per-gpu", callback=finite(0, MAX_USD),
+            help="host share per GPU (default 0.29 x GPU price)")]
         = None,
-        network: Annotated[float | None, typer.Option("--network-usd-per-gpu", min=0)] = None,
-        facility: Annotated[float | None, typer.Option("--facility-usd-per-kw-month", min=0)]
+        network: Annotated[float | None, typer.Option(
+            "--network-usd-per-gpu", callback=finite(0, MAX_USD))] = None,
+        facility: Annotated[float | None, typer.Option(
+            "--facility-usd-per-kw-month", callback=finite(0, MAX_RATE_USD))]
         = None,
         maintenance: Annotated[float | None, typer.Option(
             "--maintenance-share", min=0, max=1, help="of hardware price per year")] = None,
-        staff: Annotated[float | None, typer.Option("--staff-usd-per-gpu-year", min=0)] = None,
-        life: Annotated[float | None, typer.Option("--useful-life-years", min=0.1)] = None,
+        staff: Annotated[float | None, typer.Option(
+            "--staff-usd-per-gpu-year", callback=finite(0, MAX_USD))] = None,
+        life: Annotated[float | None, typer.Option(
+            "--useful-life-years", callback=finite(0.1, 100))] = None,
         power: Annotated[float | None, typer.Option(
-            "--board-power-w", min=1, help="default: the catalog's TDP")] = None,
+            "--board-power-w", callback=finite(1, 1e5), help="default: the catalog's TDP")] = None,
         prices: PricesOpt = None,
         as_json: JsonOpt = False,
     ) -> None:

@@ -30,6 +30,7 @@ from gpuplan.specs.finetune import LoraConfig, parse_targets
 from gpuplan.specs.limits import (
     MAX_BATCH,
     MAX_CONTEXT_GB,
+    MAX_DIM,
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
     MAX_SEQ,
@@ -92,8 +93,8 @@ FragmentationOpt = Annotated[float | None, typer.Option(
 FinetuneOpt = Annotated[FinetuneChoice, typer.Option(
     "--finetune", rich_help_panel=_JOB,
     help="full fine-tuning, LoRA (16-bit frozen weights) or QLoRA (NF4 frozen weights)")]
-LoraRankOpt = Annotated[int, typer.Option("--lora-rank", min=1, rich_help_panel=_JOB,
-                                          help="adapter rank r")]
+LoraRankOpt = Annotated[int, typer.Option("--lora-rank", min=1, max=MAX_DIM,
+                                          rich_help_panel=_JOB, help="adapter rank r")]
 LoraTargetsOpt = Annotated[str, typer.Option(
     "--lora-targets", rich_help_panel=_JOB,
     help="all-linear, attention, mlp or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,"

@@ -9,10 +9,12 @@ import typer
 
 from gpuplan.cli.options import FinetuneChoice
 from gpuplan.estimate.lora import LoraConfig, parse_targets
+from gpuplan.specs.limits import MAX_DIM
 
 FinetuneOpt = Annotated[FinetuneChoice, typer.Option(
     "--finetune", help="full fine-tuning, LoRA (16-bit frozen weights) or QLoRA (NF4)")]
-LoraRankOpt = Annotated[int, typer.Option("--lora-rank", min=1, help="adapter rank r")]
+LoraRankOpt = Annotated[int, typer.Option(
+    "--lora-rank", min=1, max=MAX_DIM, help="adapter rank r")]
 LoraTargetsOpt = Annotated[str, typer.Option(
     "--lora-targets", help="all-linear, attention, mlp or a comma list of q_proj,k_proj,"
                            "v_proj,o_proj,gate_proj,up_proj,down_proj")]

@@ -10,10 +10,17 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import finite
 from gpuplan.cli.options import StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
-from gpuplan.errors import GpuplanError, InputError
+from gpuplan.errors import InputError
 from gpuplan.report.output import emit
+from gpuplan.specs.limits import MAX_BATCH, MAX_GPUS, MAX_REQUESTS, MAX_SEQ, MAX_USD_PER_GPU_HOUR
+
+MAX_RATE = 1e9
+"""requests per second (--rate); a saturating load is --max-throughput"""
+MAX_SLO_S = 1e6
+MAX_BLOCK = 2**20
 
 
 class Scheduler(str, Enum):
@@ -27,16 +34,15 @@ def _int_len(field: str, v: str) -> int:
     except ValueError:
         raise InputError(field, v, "a whole number of tokens here (distributions need --rate "
                          "or --max-throughput)") from None
-    if n < 1:
-        raise InputError(field, v, "a whole number >= 1")
+    if not 1 <= n <= MAX_SEQ:
+        raise InputError(field, v, f"a whole number from 1 to {MAX_SEQ}")
     return n
 
 
 def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as e:
-        raise GpuplanError(f"{what}: cannot read {path} ({e.strerror})") from None
+    from gpuplan.specs.files import read_text
+
+    return read_text(path, what)
 
 
 def register(app: typer.Typer) -> None:
@@ -44,7 +50,7 @@ def register(app: typer.Typer) -> None:
     def serve(
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
-        tp: Annotated[int, typer.Option("--tp", min=1)] = 1,
+        tp: Annotated[int, typer.Option("--tp", min=1, max=MAX_GPUS)] = 1,
         weight_dtype: Annotated[StoreDtype, typer.Option("--weight-dtype")] = StoreDtype.bf16,
         kv_dtype: Annotated[StoreDtype, typer.Option("--kv-dtype")] = StoreDtype.bf16,
         weight_only: Annotated[bool, typer.Option(
@@ -59,31 +65,35 @@ def register(app: typer.Typer) -> None:
                                  "exponential:MEAN")] = "512",
         output_len: Annotated[str, typer.Option("--output-len", help="as --prompt-len")] =
         "256",
-        batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
+        batch: Annotated[int, typer.Option("--batch", "-b", min=1, max=MAX_BATCH)] = 1,
         max_throughput: Annotated[bool, typer.Option(
             "--max-throughput", help="saturating load: every request queued at t=0")] = False,
         rate: Annotated[float | None, typer.Option(
-            "--rate", min=0.0, help="Poisson arrivals, requests per second")] = None,
-        requests: Annotated[int | None, typer.Option("--requests", min=1)] = None,
+            "--rate", callback=finite(0.0, MAX_RATE, lo_open=True, unit=" requests/s"),
+            help="Poisson arrivals, requests per second")] = None,
+        requests: Annotated[int | None, typer.Option("--requests", min=1, max=MAX_REQUESTS)] = None,
         scheduler: Annotated[Scheduler, typer.Option("--scheduler")] = Scheduler.continuous,
         chunked_prefill: Annotated[bool, typer.Option("--chunked-prefill")] = False,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1)] = 0,
         trace: Annotated[Path | None, typer.Option(
             "--trace", help="CSV with arrival_s, prompt_tokens, output_tokens")] = None,
-        slo_ttft: Annotated[float | None, typer.Option("--slo-ttft", min=0.0)] = None,
-        slo_tpot: Annotated[float | None, typer.Option("--slo-tpot", min=0.0)] = None,
+        slo_ttft: Annotated[float | None, typer.Option(
+            "--slo-ttft", callback=finite(0.0, MAX_SLO_S, lo_open=True, unit=" s"))] = None,
+        slo_tpot: Annotated[float | None, typer.Option(
+            "--slo-tpot", callback=finite(0.0, MAX_SLO_S, lo_open=True, unit=" s"))] = None,
         max_batch: Annotated[int, typer.Option(
-            "--max-batch", min=1, help="engine: sequences per iteration")] = 2048,
+            "--max-batch", min=1, max=MAX_BATCH, help="engine: sequences per iteration")] = 2048,
         max_tokens: Annotated[int, typer.Option(
-            "--max-tokens", min=1, help="engine: tokens per iteration")] = 8192,
+            "--max-tokens", min=1, max=MAX_BATCH * 64, help="engine: tokens per iteration")] = 8192,
         block_size: Annotated[int | None, typer.Option(
-            "--block-size", min=1, help="paged KV block, tokens (default 32, TensorRT-LLM's)")]
+            "--block-size", min=1, max=MAX_BLOCK, help="paged KV block, tokens (default 32, TensorRT-LLM's)")]
         = None,
         kv_fraction: Annotated[float, typer.Option(
             "--kv-fraction", min=0.05, max=1.0,
             help="share of the free memory given to the KV cache")] = 0.90,
         usd_per_gpu_hour: Annotated[float | None, typer.Option(
-            "--usd-per-gpu-hour", min=0.0, help="default: the catalog's cloud price")] = None,
+            "--usd-per-gpu-hour", callback=finite(0.0, MAX_USD_PER_GPU_HOUR),
+            help="default: the catalog's cloud price")] = None,
         api_prices: Annotated[Path | None, typer.Option(
             "--api-prices", help="TOML table of API prices (default: the built-in one)")] = None,
         curve: Annotated[bool, typer.Option(
@@ -99,6 +109,10 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.serving import ServeConfig
 
+        if plot is not None:
+            from gpuplan.report.files import PLOT_SUFFIXES, output_path
+
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
         cfg = ServeConfig(weight_dtype=weight_dtype.value, kv_dtype=kv_dtype.value, tp=tp,
                           attention="paged" if paged_attention else "flash",

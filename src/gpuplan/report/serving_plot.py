@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import GpuplanError
+from gpuplan.report.files import write_atomic
 from gpuplan.report.plot import pyplot
 
 
@@ -27,9 +27,7 @@ def curve_chart(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     fig.suptitle(f"{title}: throughput vs p99 latency as the load grows", fontsize=10)
     fig.tight_layout()
     try:
-        fig.savefig(path)
-    except OSError as e:
-        raise GpuplanError(f"--plot: cannot write {path} ({e.strerror})") from None
+        write_atomic("--plot", path, fig.savefig)
     finally:
         plt.close(fig)
     return path

@@ -20,8 +20,8 @@ class ApiPrice(BaseModel):
 
     name: str
     models: tuple[str, ...] = Field(default=(), description="presets it serves; () = any")
-    input_usd_per_mtok: float = Field(ge=0)
-    output_usd_per_mtok: float = Field(ge=0)
+    input_usd_per_mtok: float = Field(ge=0, le=1e6, allow_inf_nan=False)
+    output_usd_per_mtok: float = Field(ge=0, le=1e6, allow_inf_nan=False)
     source: str
     url: str | None = None
     date: str
@@ -35,7 +35,10 @@ def parse_api_prices(text: str, where: str = "api prices") -> list[ApiPrice]:
     except tomllib.TOMLDecodeError as e:
         raise GpuplanError(f"{where}: not valid TOML ({e})") from None
     out = []
-    for i, entry in enumerate(data.get("api", [])):
+    entries = data.get("api", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise GpuplanError(f"{where}: `api` must be an array of tables ([[api]] entries)")
+    for i, entry in enumerate(entries):
         try:
             out.append(ApiPrice(**entry))
         except (ValidationError, TypeError) as e:

@@ -73,7 +73,7 @@ def parse_targets(text: str) -> tuple[str, ...]:
     valid = set(TARGETS) | set(GROUPS)
     bad = [s for s in items if s not in valid]
     if not items or bad:
-        raise InputError("lora_targets", text, "all-linear, attention, mlp or a comma list of "
+        raise InputError("--lora-targets", text, "all-linear, attention, mlp or a comma list of "
                          + ", ".join(TARGETS))
     return items
 

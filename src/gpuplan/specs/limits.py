@@ -43,6 +43,8 @@ MAX_TOP = 10**4
 """rows asked for in a printed list"""
 MAX_SEARCH_TOP = 1000
 """layouts the search re-times with the reference step model (a few ms each)"""
+MAX_REQUESTS = 10**6
+"""requests one serving simulation runs (a trace, --requests): bounded so no run hangs"""
 
 _LAYER_FIELDS = frozenset({"num_layers", "num_hidden_layers", "n_layer", "first_dense_layers",
                            "first_k_dense_replace", "max_window_layers"})

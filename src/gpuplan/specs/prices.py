@@ -66,6 +66,10 @@ class PriceTable:
         return out
 
 
+MAX_PRICE_USD = 1e9
+"""any one price row (US$: a GPU's purchase price is the largest kind)"""
+
+
 def _parse(text: str, origin: str, user: bool) -> list[tuple[Price, bool]]:
     rows: list[tuple[Price, bool]] = []
     reader = csv.DictReader(io.StringIO(text))
@@ -82,9 +86,10 @@ def _parse(text: str, origin: str, user: bool) -> list[tuple[Price, bool]]:
             usd = float(r["usd"])
         except (TypeError, ValueError):
             raise InputError(f"{origin} line {i}: usd", r.get("usd"), "a number") from None
-        if not usd > 0:
-            raise InputError(f"{origin} line {i}: usd", usd, "a positive number")
-        device = cat.get(r["device"].strip()).name
+        if not 0 < usd <= MAX_PRICE_USD:
+            raise InputError(f"{origin} line {i}: usd", usd,
+                             f"a positive number at most {MAX_PRICE_USD:g}")
+        device = cat.get((r.get("device") or "").strip()).name
         p = Price(device, kind, usd, (r.get("as_of") or "").strip() or "user",
                   (r.get("source") or "").strip() or f"user price table {origin}",
                   (r.get("url") or "").strip(), (r.get("note") or "").strip())
@@ -118,10 +123,18 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     user = str(path) if path is not None else os.environ.get(ENV) or None
     if user:
         f = Path(user).expanduser()
-        if not f.is_file():
+        from gpuplan.specs.files import is_file
+
+        if not is_file(f):
             raise InputError("prices" if path is not None else ENV, user,
                              "a CSV file with columns device,kind,usd[,as_of,source,url,note]")
-        for p, _ in _parse(f.read_text(encoding="utf-8"), f.name, user=True):
+        from gpuplan.specs.files import read_text
+
+        try:
+            parsed = _parse(read_text(f, "prices"), f.name, user=True)
+        except csv.Error as e:
+            raise InputError("prices", f.name, f"a CSV file ({e})") from None
+        for p, _ in parsed:
             old = table.basis.get((p.device, p.kind))
             if old is not None:
                 table.notes.setdefault(p.device, []).append(old)
