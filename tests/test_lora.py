@@ -93,7 +93,7 @@ def test_lora_step_has_no_base_weight_gradients() -> None:
 
 
 def test_bad_targets_and_rank() -> None:
-    with pytest.raises(InputError, match="lora.targets"):
+    with pytest.raises(InputError, match=r"lora.targets"):
         parse_targets("q_proj,foo")
     with pytest.raises(InputError, match="lora_rank"):
         train_memory(get_model("gpt2"), get_device("h100"),
