@@ -179,6 +179,35 @@ PLOTS = ["", "/dev/full", "out.txt", "/nonexistent-folder/a.png", "/proc/a.png",
 for _p in PLOTS:
     CROSS.append((["memory", "gpt2", "--plot", _p], "--plot"))
     CROSS.append((["roofline", "gpt2", "--plot", _p], "--plot"))
+for _p in PLOTS[:4]:
+    CROSS.append((["serve", "gpt2", "--curve", "--plot", _p], "--plot"))
+_SIM = ["serve", "gpt2", "--rate", "2", "--requests", "4"]
+for _dist in ("lognormal:1e308:9", "lognormal:512:50", "uniform:1:1e9", "normal:nan:1",
+              "exponential:inf", "exponential:" + HUGE, "uniform:5:1", "fixed:" + HUGE,
+              "uniform:1:" + HUGE, "normal:" + "1" * 5000 + ":1"):
+    CROSS.append(([*_SIM, "--prompt-len", _dist], "prompt"))
+    CROSS.append(([*_SIM, "--output-len", _dist], "output"))
+CROSS += [
+    (["serve", "gpt2", "--prompt-len", HUGE], "--prompt-len"),
+    (["serve", "gpt2", "--output-len", HUGE], "--output-len"),
+    (["serve", "gpt2", "--prompt-len", "16777217"], "--prompt-len"),
+    (["serve", "gpt2", "--rate", "1", "--requests", "1000000000"], "--requests"),
+    (["serve", "gpt2", "--max-throughput", "--requests", str(10**6 + 1)], "--requests"),
+    (["serve", "gpt2", "--rate", "0", "--requests", "4"], "--rate"),
+    (["serve", "gpt2", "--rate", "1e10", "--requests", "4"], "--rate"),
+    (["serve", "gpt2", "--rate", "1", "--requests", "4", "--slo-ttft", "0"], "--slo-ttft"),
+    (["serve", "gpt2", "--tp", "5"], "tp"),
+    (["serve", "bert-base"], "model"),
+    (["cost", "h100", "--utilization", "1.01"], "--utilization"),
+    (["cost", "h100", "--years", "0"], "--years"),
+    (["cost", "h100", "--years", "1e9"], "--years"),
+    (["cost", "h100", "--pue", "0.5"], "--pue"),
+    (["cost", "tpu-v9"], "device"),
+    (["advise", "gpt2", "--deadline", "0"], "--deadline"),
+    (["advise", "gpt2", "--tokens", "0.5"], "--tokens"),
+    (["memory", "gpt2", "--finetune", "lora", "--lora-targets", "x" * 100_000],
+     "--lora-targets"),
+]
 
 VALID_EXTREMES = [
     ["memory", "llama-3.1-405b", "--micro-batch", "16777216", "--seq-len", "131072"],
@@ -485,3 +514,174 @@ def test_every_corpus_variant_differs_from_the_valid_record() -> None:
     assert all(v != json.dumps(PROFILE) for v in PROFILES.values())
     assert all(v != json.dumps(LLAMA) for v in CONFIGS.values())
     assert len(_cases()) + len(CROSS) + len(CONFIGS) * 3 + len(PROFILES) * 3 >= 300
+
+
+# ---- loaders of the serving and cost commands: trace, price table, API price table ----------
+
+TRACE_HEAD = "arrival_s,prompt_tokens,output_tokens\n"
+TRACES: dict[str, str | bytes] = {
+    "empty": "", "header-only": TRACE_HEAD, "binary": bytes(range(256)) * 8,
+    "wrong-columns": "a,b,c\n1,2,3\n", "nan-arrival": TRACE_HEAD + "nan,10,5\n",
+    "inf-arrival": TRACE_HEAD + "inf,10,5\n", "1e400-arrival": TRACE_HEAD + "1e400,10,5\n",
+    "late-arrival": TRACE_HEAD + "1e12,10,5\n", "negative-arrival": TRACE_HEAD + "-1,10,5\n",
+    "zero-tokens": TRACE_HEAD + "0,0,5\n", "negative-tokens": TRACE_HEAD + "0,10,-5\n",
+    "huge-tokens": TRACE_HEAD + f"0,{HUGE},5\n", "over-max-seq": TRACE_HEAD + "0,16777217,1\n",
+    "float-tokens": TRACE_HEAD + "0,1.5,5\n", "text": TRACE_HEAD + "0,ten,5\n",
+    "short-row": TRACE_HEAD + "0,10\n", "huge-field": TRACE_HEAD + "0," + "1" * 200_000 + ",1\n",
+    "nul": TRACE_HEAD + "0,1\x000,5\n", "past-positions": TRACE_HEAD + "0,1000,25\n",
+    "too-long-for-kv": TRACE_HEAD + "0,16000000,16000000\n",
+    "utf16": TRACE_HEAD.encode("utf-16"), "over-32-mib": TRACE_HEAD + "0,1,1\n" * 5_000_000,
+}
+
+
+@pytest.mark.parametrize("name", list(TRACES))
+def test_trace_file_fuzz(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path / f"{name}.csv", TRACES[name])
+    err = _check_bad(["serve", "gpt2", "--trace", str(path)], "", capsys)
+    assert "trace" in err.lower() or path.name in err, err
+
+
+PRICE_HEAD = "device,kind,usd\n"
+PRICE_FILES: dict[str, str | bytes] = {
+    "inf": PRICE_HEAD + "h100,on_demand,inf\n", "nan": PRICE_HEAD + "h100,on_demand,nan\n",
+    "1e400": PRICE_HEAD + "h100,purchase,1e400\n", "1e308": PRICE_HEAD + "h100,purchase,1e308\n",
+    "negative": PRICE_HEAD + "h100,on_demand,-5\n", "zero": PRICE_HEAD + "h100,spot,0\n",
+    "text": PRICE_HEAD + "h100,on_demand,cheap\n", "kind": PRICE_HEAD + "h100,lease,2\n",
+    "device": PRICE_HEAD + "h1000,on_demand,2\n", "short-row": PRICE_HEAD + "h100\n",
+    "columns": "gpu,price\nh100,2\n", "binary": bytes(range(256)) * 8, "empty": "",
+    "huge-field": PRICE_HEAD + "h100,on_demand," + "1" * 200_000 + "\n",
+    "huge-int": PRICE_HEAD + f"h100,on_demand,{HUGE}\n",
+}
+
+
+@pytest.mark.parametrize("name", list(PRICE_FILES))
+def test_price_file_fuzz(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / f"p-{name}.csv", PRICE_FILES[name])
+    err = _check_bad(["cost", "h100", "--prices", str(path)], "", capsys)
+    assert "price" in err.lower() or path.name in err, err
+    monkeypatch.setenv("GPUPLAN_PRICES", str(path))  # the same file through the variable
+    _check_bad(["cost", "h100"], "", capsys)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/etc", "/nonexistent.csv", "x" * 300 + ".csv",
+                                  "a\x00b.csv"])
+def test_price_file_special_paths(path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _check_bad(["cost", "h100", "--prices", path], "prices", capsys)
+
+
+API_ENTRY = ('name = "x"\nmodels = []\nsource = "s"\ndate = "2026-12-01"\n'
+             'output_usd_per_mtok = 1.0\n')
+API_FILES: dict[str, str | bytes] = {
+    "not-toml": "[[api]\nname =", "inf": "[[api]]\n" + API_ENTRY + "input_usd_per_mtok = inf\n",
+    "nan": "[[api]]\n" + API_ENTRY + "input_usd_per_mtok = nan\n",
+    "1e308": "[[api]]\n" + API_ENTRY + "input_usd_per_mtok = 1e308\n",
+    "negative": "[[api]]\n" + API_ENTRY + "input_usd_per_mtok = -1\n",
+    "string": "[[api]]\n" + API_ENTRY + 'input_usd_per_mtok = "cheap"\n',
+    "missing": "[[api]]\nname = \"x\"\n", "unknown-key": "[[api]]\n" + API_ENTRY
+    + "input_usd_per_mtok = 1\nbonus = 2\n", "api-int": "api = 5\n", "api-list": "api = [1, 2]\n",
+    "binary": bytes(range(256)) * 8, "deep": "x = " + "[" * 5000 + "]" * 5000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", list(API_FILES))
+def test_api_price_file_fuzz(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                             ) -> None:
+    path = _write(tmp_path / f"a-{name}.toml", API_FILES[name])
+    err = _check_bad(["serve", "gpt2", "--api-prices", str(path)], "", capsys)
+    assert "api-prices" in err.lower() or path.name in err, err
+
+
+def test_serve_trace_and_api_prices_refuse_special_files(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    for opt in ("--trace", "--api-prices"):
+        for path in ("/dev/zero", "/etc", "/nonexistent.csv"):
+            _check_bad(["serve", "gpt2", opt, path], opt, capsys)
+
+
+# ---- the web API: hostile payloads against the commands that landed with serve and cost ------
+
+WEB_HOSTILE: list[tuple[str, object]] = [
+    ("serve", {"model": "gpt2", "requests": 10**9, "rate": 1}),
+    ("serve", {"model": "gpt2", "rate": "inf"}), ("serve", {"model": "gpt2", "rate": 1e308}),
+    ("serve", {"model": "gpt2", "max_throughput": True, "prompt_len": "lognormal:1e308:9"}),
+    ("serve", {"model": "gpt2", "trace": "/etc/passwd"}),
+    ("serve", {"model": "gpt2", "api_prices": "/etc/passwd"}),
+    ("serve", {"model": "gpt2", "plot": "/tmp/x.png"}), ("serve", {"model": "gpt2", "batch": 10**400}),
+    ("serve", {"model": "gpt2", "slo_ttft": -1}), ("serve", {"model": "gpt2", "tp": [1]}),
+    ("serve", {"model": "gpt2", "prompt_len": "x" * 100_000}), ("serve", {"model": "bert-base"}),
+    ("serve", '{"model": "gpt2", "rate": NaN, "requests": 3}'),
+    ("cost", {"gpu": "h100", "prices": "/etc/passwd"}), ("cost", {"gpu": "h100", "utilization": 2}),
+    ("cost", {"gpu": "h100", "utilization": -0.1}), ("cost", {"gpu": "h100", "years": 0}),
+    ("cost", {"gpu": "h100", "years": 1e9}), ("cost", {"gpu": "h100", "gpus": 10**400}),
+    ("cost", {"gpu": "h100", "pue": "inf"}), ("cost", {"gpu": "../../etc/passwd"}),
+    ("cost", '{"gpu": "h100", "utilization": Infinity}'), ("cost", {"gpu": {"a": 1}}),
+    ("advise", {"model": "gpt2", "budget": -1}), ("advise", '{"model": "gpt2", "tokens": 1e400}'),
+    ("advise", {"model": "gpt2", "deadline": "nan"}), ("advise", {"model": "gpt2", "goal": "win"}),
+    ("advise", {"model": "gpt2", "prices": "/etc/shadow"}), ("advise", {"model": "x" * 300}),
+    ("memory", {"model": "gpt2", "finetune": "lora", "lora_rank": 10**400}),
+    ("memory", {"model": "gpt2", "finetune": "lora", "lora_targets": "zz_proj"}),
+    ("train", {"model": "gpt2", "gpus": 8, "finetune": "qlora", "lora_rank": 0}),
+    ("plan", {"model": "gpt2", "gpus": 10**400}), ("plan", {"model": "gpt2", "budget": "inf"}),
+]
+
+
+@pytest.mark.parametrize("cmd,payload", WEB_HOSTILE, ids=lambda x: str(x)[:50])
+def test_web_api_hostile_payloads_get_4xx_fast(cmd: str, payload: object) -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    client = TestClient(create_app())
+    t0 = time.perf_counter()
+    if isinstance(payload, str):
+        r = client.post(f"/api/{cmd}", content=payload,
+                        headers={"content-type": "application/json"})
+    else:
+        r = client.post(f"/api/{cmd}", json=payload)
+    assert time.perf_counter() - t0 < 30
+    assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+    assert "error" in r.json() and len(r.text) < 5000
+
+
+# ---- property: the simulated stream conserves requests and its JSON is finite ----------------
+
+def _sim_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    bad = [(p, v) for p, v in _numbers(out) if not math.isfinite(v) or v < 0]
+    assert bad == [], bad[:10]
+    return out
+
+
+def test_serve_simulation_conserves_requests_and_is_finite(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    dists = st.sampled_from(["64", "uniform:1:600", "normal:300:200", "lognormal:200:0.5",
+                             "exponential:100"])  # within llama-3-8b's 8,192 positions
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(n=st.integers(1, 60), rate=st.floats(0.01, 1e6), p=dists, o=dists,
+           seed=st.integers(0, 2**32), sched=st.sampled_from(["continuous", "static"]))
+    def check(n: int, rate: float, p: str, o: str, seed: int, sched: str) -> None:
+        r = _sim_json(["serve", "llama-3-8b", "--rate", repr(rate), "--requests", str(n),
+                       "--prompt-len", p, "--output-len", o, "--seed", str(seed),
+                       "--scheduler", sched, "--max-batch", "16"], capsys)
+        assert r["completed_requests"] == n
+
+    check()
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(rows=st.lists(st.tuples(st.floats(0, 1e6), st.integers(1, 900), st.integers(1, 100)),
+                         min_size=1, max_size=40))
+    def trace(rows: list[tuple[float, int, int]]) -> None:
+        f = tmp_path / "t.csv"
+        f.write_text(TRACE_HEAD + "".join(f"{a!r},{p},{o}\n" for a, p, o in rows))
+        r = _sim_json(["serve", "llama-3-8b", "--trace", str(f)], capsys)
+        assert r["completed_requests"] == len(rows)
+
+    trace()

@@ -14,6 +14,7 @@ from gpuplan.estimate.serving_cost import api_comparison, gpu_cost
 from gpuplan.estimate.serving_sim import Engine, simulate
 from gpuplan.specs.api_prices import builtin_api_prices, parse_api_prices
 from gpuplan.specs.device import Device
+from gpuplan.specs.limits import check_positions
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.serving import ServeConfig
 from gpuplan.specs.workload import InferConfig
@@ -69,20 +70,23 @@ def run_sim(ctx: dict[str, Any], prompt: str, output: str, saturate: bool, rate:
     """A simulated stream (trace, Poisson at `rate`, or saturating), with the contract keys."""
     sm: StepModel = ctx["sm"]
     eng, memo = _engine(ctx, max_batch, max_tokens, block_size, kv_fraction, scheduler, chunked)
+    m: ModelSpec = ctx["m"]
     if trace_text is not None:
         w = trace_workload(trace_text, trace_name or "trace")
-        res = simulate(sm, w, eng)
+        res = simulate(sm, _in_positions(m, w, trace_name or "trace"), eng)
     elif saturate or rate is None:
         p_fixed = _fixed(prompt)
         o_fixed = _fixed(output)
         if p_fixed and o_fixed:
+            check_positions(p_fixed + o_fixed, m.max_position_embeddings, m.name,
+                            "--prompt-len + --output-len", m.position)
             res, _ = max_throughput(sm, eng, p_fixed, o_fixed, requests, seed)
         else:
-            res = simulate(sm, poisson_workload(requests or 2000, None, prompt, output, seed),
-                           eng)
+            w = poisson_workload(requests or 2000, None, prompt, output, seed)
+            res = simulate(sm, _in_positions(m, w, "--prompt-len + --output-len"), eng)
     else:
         w = poisson_workload(requests or 1000, rate, prompt, output, seed)
-        res = simulate(sm, w, eng)
+        res = simulate(sm, _in_positions(m, w, "--prompt-len + --output-len"), eng)
     s = summarize(res, slo_ttft, slo_tpot)
     r: dict[str, Any] = {"mode": "max_throughput" if saturate else "simulation", "tp": sm.cfg.tp,
                          "gpus": sm.cfg.tp, **s, "memory": memo}
@@ -99,6 +103,16 @@ def run_sim(ctx: dict[str, Any], prompt: str, output: str, saturate: bool, rate:
     if curve:
         r["curve"] = _curve(ctx, eng, prompt, output, requests, seed)
     return r
+
+
+def _in_positions(m: ModelSpec, w: Workload, origin: str) -> Workload:
+    """Every request's prompt + output within the model's positions (a trace or a drawn
+    length past them is refused, naming the request)."""
+    total = w.prompt + w.output
+    i = int(total.argmax())
+    check_positions(int(total[i]), m.max_position_embeddings, m.name,
+                    f"{origin}: request {i} prompt+output tokens", m.position)
+    return w
 
 
 def _fixed(spec: str) -> int | None:
