@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import GpuplanError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 class ApiPrice(BaseModel):
@@ -30,10 +24,9 @@ class ApiPrice(BaseModel):
 
 def parse_api_prices(text: str, where: str = "api prices") -> list[ApiPrice]:
     """Entries of an `[[api]]` TOML table; one clear error naming the entry otherwise."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise GpuplanError(f"{where}: not valid TOML ({e})") from None
+    from gpuplan.specs.files import parse_toml
+
+    data = parse_toml(text, where)
     out = []
     entries = data.get("api", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):

@@ -89,7 +89,10 @@ def _parse(text: str, origin: str, user: bool) -> list[tuple[Price, bool]]:
         if not 0 < usd <= MAX_PRICE_USD:
             raise InputError(f"{origin} line {i}: usd", usd,
                              f"a positive number at most {MAX_PRICE_USD:g}")
-        device = cat.get((r.get("device") or "").strip()).name
+        try:
+            device = cat.get((r.get("device") or "").strip()).name
+        except GpuplanError as e:
+            raise GpuplanError(f"{origin} line {i}: {e}") from None
         p = Price(device, kind, usd, (r.get("as_of") or "").strip() or "user",
                   (r.get("source") or "").strip() or f"user price table {origin}",
                   (r.get("url") or "").strip(), (r.get("note") or "").strip())
