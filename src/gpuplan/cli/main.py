@@ -35,7 +35,15 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
+    from gpuplan.cli import (
+        bench_cmd,
+        catalog_cmds,
+        flops_cmd,
+        memory_cmd,
+        roofline_cmd,
+        serve_cmd,
+        train_cmd,
+    )
 
     catalog_cmds.register(app)
     flops_cmd.register(app)
@@ -43,6 +51,7 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    serve_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:

@@ -75,3 +75,7 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
     finally:
         plt.close(fig)
     return path
+
+
+pyplot = _pyplot
+"""Public name of the matplotlib loader for other report modules."""
