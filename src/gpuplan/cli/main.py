@@ -40,6 +40,7 @@ def _register() -> None:
         catalog_cmds,
         flops_cmd,
         memory_cmd,
+        plan_cmd,
         roofline_cmd,
         serve_cmd,
         train_cmd,
@@ -52,6 +53,7 @@ def _register() -> None:
     train_cmd.register(app)
     bench_cmd.register(app)
     serve_cmd.register(app)
+    plan_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
