@@ -167,7 +167,7 @@ def train_advice(t: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     if t["fits"]:
         out.append(f"Train on {t['gpus']} x {t['device']} with dp {lay['dp']}, tp {lay['tp']}, "
                    f"pp {lay['pp']}, cp {lay['cp']}, ZeRO-{lay['zero']}, micro-batch "
-                   f"{lay["micro_batch"]}, recompute {lay["recompute"]}: step "
+                   f"{lay['micro_batch']}, recompute {lay['recompute']}: step "
                    f"{t['step_time_s']:.3g} s, MFU {t['mfu']:.0%}, "
                    f"{_days(t['run']['wall_time_s'])}, {_usd(t['cost_usd'])}.")
     else:
