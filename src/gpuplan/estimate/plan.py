@@ -245,7 +245,8 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
         "serve_tp": "smallest TP whose screen meets the SLO; bf16 weights and KV",
         "options_train": "ZeRO-3 data parallel, micro-batch 1, least recompute that fits, "
                          "on the smallest power-of-two GPU count >= --gpus that fits",
-        "options_serve": "a full static batch served alone (latency model): conservative next "
-                         "to the continuous-batching simulation; $/M output tokens at the rate",
+        "options_serve": "closed-form steady continuous batching at the largest concurrency "
+                         "meeting the SLO (no queueing); GPUs for the rate; $/M output tokens "
+                         "at the rate",
         "prices": "the catalog's cloud price per GPU-hour (as train and serve use)"}
     return out

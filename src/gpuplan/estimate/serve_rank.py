@@ -3,11 +3,9 @@ that meets a latency SLO, how many GPUs a request rate needs, the dollars per mi
 tokens at that rate, and what bounds it (memory, bandwidth, compute). Pure; used by
 `gpuplan advise --goal serve` and by the options of `gpuplan plan`.
 
-The screen serves one full static batch alone with the latency model (`latency.latency`):
-TTFT = prefill of the whole batch, TPOT = mean decode step. Continuous batching (the
-simulator behind `gpuplan serve --rate`) admits requests one by one, so its TTFT is lower and
-its throughput at least as high: the screen is the conservative side (Yu et al., Orca,
-OSDI'22 §5; Kwon et al., vLLM, SOSP'23 §6)."""
+The screen is closed-form steady continuous batching (`point`) on the latency model; the
+simulator behind `gpuplan serve --rate` runs the same model request by request (Poisson
+arrivals, queueing), so plan re-runs it on its choice."""
 
 from __future__ import annotations
 
@@ -17,7 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.latency import Latency, ServeConfig, compute_bound_batch, latency, step_model
+from gpuplan.estimate.latency import (
+    ServeConfig,
+    StepModel,
+    compute_bound_batch,
+    decode_s,
+    latency,
+    prefill_s,
+    step_model,
+)
 from gpuplan.estimate.serving import kv_capacity
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
@@ -75,24 +81,47 @@ def _ctx(d: Device) -> int:
     return 0 if d.kind == "cpu" else CUDA_CONTEXT_BYTES
 
 
-def _meets(lat: Latency, load: ServeLoad) -> bool:
-    return lat.ttft_s <= load.slo_ttft_s and lat.tpot_s <= load.slo_tpot_s
+@dataclass(frozen=True)
+class Point:
+    """Steady continuous batching at concurrency `batch` (no chunked prefill): each request
+    is prefilled alone (p1) between decode iterations, so while `batch` requests each decode
+    `output` tokens (mean step `step`), `batch` prefills stall them (Sarathi-Serve, Agrawal et
+    al. OSDI'24 §2.3): cycle = output x step + batch x p1; TPOT = cycle / output;
+    TTFT = p1 + one decode step of waiting; requests/s = batch / cycle."""
+
+    batch: int
+    ttft_s: float
+    tpot_s: float
+    requests_per_s: float
+    decode_bound: str
 
 
-def _largest_batch(sm: Any, cap: int, load: ServeLoad) -> tuple[int, Latency]:
-    """Binary search of the largest batch <= cap meeting the SLO (latency grows with batch)."""
-    lat1 = latency(sm, 1, load.prompt, load.output)
-    if not _meets(lat1, load):
-        return 0, lat1
-    top = latency(sm, cap, load.prompt, load.output)
+def point(sm: StepModel, batch: int, load: ServeLoad) -> Point:
+    p1 = prefill_s(sm, 1, load.prompt)
+    lat = latency(sm, batch, load.prompt, load.output)
+    step = lat.tpot_s if load.output > 1 else decode_s(sm, batch, load.prompt)
+    cycle = load.output * step + batch * p1
+    return Point(batch, p1 + step, cycle / load.output, batch / cycle, lat.decode_bound)
+
+
+def _meets(pt: Point, load: ServeLoad) -> bool:
+    return pt.ttft_s <= load.slo_ttft_s and pt.tpot_s <= load.slo_tpot_s
+
+
+def _largest_batch(sm: StepModel, cap: int, load: ServeLoad) -> tuple[int, Point]:
+    """Binary search of the largest batch <= cap meeting the SLO (TPOT grows with batch)."""
+    pt1 = point(sm, 1, load)
+    if not _meets(pt1, load):
+        return 0, pt1
+    top = point(sm, cap, load)
     if _meets(top, load):
         return cap, top
-    lo, hi, best = 1, cap, lat1
+    lo, hi, best = 1, cap, pt1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lat = latency(sm, mid, load.prompt, load.output)
-        if _meets(lat, load):
-            lo, best = mid, lat
+        pt = point(sm, mid, load)
+        if _meets(pt, load):
+            lo, best = mid, pt
         else:
             hi = mid
     return lo, best
@@ -126,7 +155,7 @@ def screen(m: ModelSpec, d: Device, cfg: ServeConfig, load: ServeLoad,
                            lat.ttft_s, lat.tpot_s, None, None, None, "latency",
                            f"latency: batch-1 {what} {got:.3g} s exceeds the SLO "
                            f"({lat.decode_bound}-bound decode)")
-    rps = b / lat.e2e_latency_s
+    rps = lat.requests_per_s
     replicas = max(1, math.ceil(load.rate / rps - 1e-9))
     gpus = replicas * cfg.tp
     usd_h = price * gpus if price else None
@@ -192,3 +221,48 @@ def rank_serving(m: ModelSpec, devices: list[Device], load: ServeLoad,
     """Every device's best option, cheapest meeting the SLO first; CPUs included."""
     rows = [best_for_device(m, d, load, price(d), quantized) for d in devices]
     return sorted(rows, key=_order)
+
+
+def advise_serve(m: ModelSpec, devices: list[Device], load: ServeLoad,
+                 price: Callable[[Device], float | None], quantized: bool = False
+                 ) -> dict[str, Any]:
+    """`gpuplan advise --goal serve`: devices ranked by $ per million output tokens meeting the
+    SLO at the rate, each with its reason, the best and the runner-up; CPUs ranked too."""
+    rows = rank_serving(m, devices, load, price, quantized)
+    met = [o for o in rows if o.meets_slo and o.usd_per_million_tokens is not None]
+    best = met[0] if met else None
+    runner = met[1] if len(met) > 1 else None
+    ranking = []
+    for o in rows:
+        j = o.to_json()
+        j["meets_goal"] = o.meets_slo
+        j["method"] = "cpu" if o.kind == "cpu" else "screen"
+        j["time_s"] = o.tpot_s
+        if o is best:
+            tail = (f"; runner-up {runner.device} ({runner.gpus} x TP{runner.tp}, "
+                    f"{runner.weight_dtype}) costs "
+                    f"{runner.usd_per_million_tokens / o.usd_per_million_tokens:.2f}x"
+                    if runner and runner.usd_per_million_tokens and o.usd_per_million_tokens
+                    else "")
+            j["why"] = f"best: cheapest per token meeting the SLO{tail}; {o.why}"
+        ranking.append(j)
+    return {"model": m.name,
+            "goal": {"kind": "serve", "rate_requests_per_s": load.rate,
+                     "prompt_tokens": load.prompt, "output_tokens": load.output,
+                     "slo_ttft_s": load.slo_ttft_s, "slo_tpot_s": load.slo_tpot_s,
+                     "quantized_allowed": quantized},
+            "ranking": ranking,
+            "best": ranking[rows.index(best)] if best else None,
+            "runner_up": ranking[rows.index(runner)] if runner else None,
+            "assumptions": {
+                "screen": "steady continuous batching at the largest concurrency meeting the "
+                          "SLO: TPOT = mean decode step + the prefills that stall it, TTFT = "
+                          "one prefill + one step (no queueing)",
+                "tp": f"{', '.join(map(str, TP_DEGREES))} (one node)",
+                "weights": "bf16" + ("; fp8 where the device has an fp8 tensor rate, int4 "
+                                     "weight-only (W4A16)" if quantized else ""),
+                "kv_dtype": "bf16",
+                "usd_per_million_tokens": "GPUs needed for the rate x $/GPU-hour / output "
+                                          "tokens per hour at the rate",
+                "engine": f"max batch {MAX_BATCH}, {MAX_TOKENS} tokens per step, KV blocks of "
+                          f"{BLOCK_SIZE}, 90% of free memory to KV"}}

@@ -76,6 +76,3 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
         plt.close(fig)
     return path
 
-
-pyplot = _pyplot
-"""Public name of the matplotlib loader for other report modules."""
