@@ -6,8 +6,8 @@ CHAT_OUTPUT = 256
 conversations average a few hundred tokens each way, vLLM paper §6.1 Fig. 11)."""
 CHAT_RATE = 2.0
 """Requests per second of the default load (assumption: ~170,000 chats a day)."""
-CHAT_REQUESTS = 1000
-"""Simulated requests (Poisson arrivals, seed 0)."""
+CHAT_REQUESTS = 500
+"""Simulated requests (Poisson arrivals, seed 0): p99 is the 5th-largest of 500."""
 SLO_TTFT_S = 2.0
 SLO_TPOT_S = 0.2
 """MLPerf Inference v4.0 Llama-2-70B server-scenario limits: TTFT 2 s, TPOT 200 ms (p99)."""
