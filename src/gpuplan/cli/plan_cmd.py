@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
         from gpuplan.cli.job_opts import DEFAULTS, train_job
+        from gpuplan.cli.serve_render import render
         from gpuplan.estimate.plan import PlanInputs, build_plan
         from gpuplan.estimate.serve_rank import ServeLoad
         from gpuplan.report.plan import render_plan
@@ -53,4 +54,4 @@ def register(app: typer.Typer) -> None:
                                                    slo_tpot))
         r = build_plan(m, d, base, inp, goal.value, list(device_catalog()),
                          lambda dev: dev.cloud_usd_per_hour, (model, name))
-        emit(r, as_json, lambda con: render_plan(con, r))
+        emit(r, as_json, lambda con: render_plan(con, r, render))

@@ -191,8 +191,10 @@ def serve_advice(s: dict[str, Any], opt: ServeOption, rows: list[dict[str, Any]]
     out = [f"Serve on TP {s['tp']} x {s['device']}: TTFT p50 {s['ttft_p50_s'] * 1e3:.3g} ms, "
            f"TPOT p50 {s['tpot_p50_s'] * 1e3:.3g} ms, {s['output_tokens_per_s']:,.0f} output "
            f"tokens/s at {s['requests_per_s']:.3g} req/s, "
-           f"{_usd(s['cost_per_million_tokens_usd'])} per million output tokens at this load; "
-           f"bound: {opt.bottleneck}."]
+           + (f"{_usd(s['cost_per_million_tokens_usd'])} per million output tokens at this "
+              "load" if s["cost_per_million_tokens_usd"] is not None else
+              "no catalog price (serve --usd-per-gpu-hour sets one)")
+           + f"; bound: {opt.bottleneck}."]
     if s["slo_attainment"] < 0.99:
         out.append(f"Only {s['slo_attainment']:.0%} of requests meet the SLO: add replicas "
                    f"(the screen says {opt.replicas}) or a faster device.")

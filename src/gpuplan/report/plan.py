@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -47,8 +48,10 @@ def _options(con: Console, r: dict[str, Any]) -> None:
     con.print(t)
 
 
-def render_plan(con: Console, r: dict[str, Any]) -> None:
-    """The page of `gpuplan plan` from its JSON object."""
+def render_plan(con: Console, r: dict[str, Any],
+                render_serve: Callable[[Console, dict[str, Any]], None]) -> None:
+    """The page of `gpuplan plan` from its JSON object; `render_serve` draws `serve`'s table
+    (the CLI passes `gpuplan serve`'s renderer)."""
     con.print(f"[bold]{r['model']}: plan on {r['device']}[/bold]")
     for k, v in r["assumptions"].items():
         con.print(f"  {k}: {v}")
@@ -57,12 +60,10 @@ def render_plan(con: Console, r: dict[str, Any]) -> None:
 
         render_train(con, r["train"])
     if "serve" in r:
-        from gpuplan.cli.serve_render import render
-
-        render(con, r["serve"])
+        render_serve(con, r["serve"])
     _options(con, r)
     con.print("[bold]advice[/bold]")
     for i, a in enumerate(r["advice"], 1):
         con.print(f"{i}. {a}")
     for k, c in r["commands"].items():
-        con.print(f"re-run {k}: {c}")
+        con.print(f"re-run {k}: {c}", soft_wrap=True)
