@@ -17,12 +17,13 @@ import platform
 from pathlib import Path
 
 from gpuplan.estimate.efficiency import efficiency_from_profile
-from gpuplan.estimate.latency import ServeConfig, latency, step_model
+from gpuplan.estimate.latency import latency, step_model
 from gpuplan.measure.bench import run_bench
 from gpuplan.measure.decode import DECODER_CONFIG, measure_decode
 from gpuplan.measure.profile import match_catalog
 from gpuplan.specs.catalog import get_device
 from gpuplan.specs.hf_config import spec_from_hf_dict
+from gpuplan.specs.serving import ServeConfig
 
 
 def main() -> None:

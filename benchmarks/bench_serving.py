@@ -14,11 +14,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from gpuplan.estimate.latency import ServeConfig, step_model
+from gpuplan.estimate.latency import step_model
+from gpuplan.estimate.request_stream import poisson_workload
 from gpuplan.estimate.serving import kv_capacity, summarize
 from gpuplan.estimate.serving_sim import Engine, simulate
-from gpuplan.estimate.workload import poisson_workload
 from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.serving import ServeConfig
 
 
 def main() -> None:

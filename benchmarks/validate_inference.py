@@ -20,10 +20,11 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from gpuplan.estimate.latency import ServeConfig, latency, step_model
+from gpuplan.estimate.latency import latency, step_model
 from gpuplan.estimate.serving import kv_capacity, max_throughput, summarize
 from gpuplan.estimate.serving_sim import Engine
 from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.serving import ServeConfig
 
 DATA = Path(__file__).parent / "data" / "inference_cases.csv"
 CUDA_CONTEXT_BYTES = 537_000_000

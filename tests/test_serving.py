@@ -17,18 +17,18 @@ from hypothesis import strategies as st
 from gpuplan.cli.main import main
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.latency import (
-    ServeConfig,
     compute_bound_batch,
     decode_s,
     latency,
     step_model,
 )
+from gpuplan.estimate.request_stream import parse_lengths, poisson_workload, trace_workload
 from gpuplan.estimate.serving import kv_capacity, max_throughput, summarize
 from gpuplan.estimate.serving_cost import api_comparison, gpu_cost
 from gpuplan.estimate.serving_sim import Engine, simulate
-from gpuplan.estimate.workload import parse_lengths, poisson_workload, trace_workload
 from gpuplan.specs.api_prices import ApiPrice, builtin_api_prices, parse_api_prices
 from gpuplan.specs.catalog import device_catalog, get_device, get_model
+from gpuplan.specs.serving import ServeConfig
 
 H100 = get_device("h100")
 LLAMA8 = get_model("llama-3-8b")
@@ -41,7 +41,7 @@ BLOCKS, _ = kv_capacity(LLAMA8, H100, ServeConfig(weight_dtype="fp8"), 32, 8192,
 @settings(max_examples=40, deadline=None)
 @given(batch=st.integers(1, 4096), context=st.integers(1, 32768),
        dev=st.sampled_from(["h100", "a100-sxm-80gb", "b200", "mi300x", "l4", "epyc-9654"]),
-       wd=st.sampled_from(["bf16", "fp8", "int8", "int4", "fp4"]))
+       wd=st.sampled_from(["fp32", "bf16", "fp8", "int8", "int4", "fp4"]))
 def test_decode_never_faster_than_bytes_over_bandwidth(batch, context, dev, wd):
     d = get_device(dev)
     sm = step_model(LLAMA8, d, ServeConfig(weight_dtype=wd, kv_dtype="fp8"))
@@ -49,6 +49,12 @@ def test_decode_never_faster_than_bytes_over_bandwidth(batch, context, dev, wd):
     floor = (sm.weights_touched(batch) + batch * context * sm.kv_bytes_per_token) \
         / d.mem_bw_bytes_per_s
     assert t >= floor
+
+
+def test_fp32_weights_are_read_at_4_bytes():
+    sm = step_model(LLAMA8, H100, ServeConfig(weight_dtype="fp32", act_dtype="fp32"))
+    untied_embedding = LLAMA8.vocab_size * LLAMA8.hidden_size
+    assert sm.weight_read_bytes == pytest.approx(4 * (LLAMA8.params() - untied_embedding))
 
 
 @pytest.mark.parametrize("dev", [d.name for d in device_catalog()

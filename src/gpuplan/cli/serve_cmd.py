@@ -21,11 +21,6 @@ class Scheduler(str, Enum):
     static = "static"
 
 
-class ServeAttention(str, Enum):
-    flash = "flash"
-    paged = "paged"
-
-
 def _int_len(field: str, v: str) -> int:
     try:
         n = int(v)
@@ -55,8 +50,9 @@ def register(app: typer.Typer) -> None:
         weight_only: Annotated[bool, typer.Option(
             "--weight-only", help="dequantize quantized weights in the matmul (W4A16/W8A16) "
                                   "even where the device has a tensor rate for them")] = False,
-        attention: Annotated[ServeAttention, typer.Option("--attention")] =
-        ServeAttention.flash,
+        paged_attention: Annotated[bool, typer.Option(
+            "--paged-attention", help="PagedAttention kernels (vLLM) instead of a contiguous "
+                                      "KV cache (FlashAttention/FlashDecoding)")] = False,
         prompt_len: Annotated[str, typer.Option(
             "--prompt-len", help="tokens, or with --rate/--max-throughput a distribution: "
                                  "uniform:LO:HI, normal:MEAN:STD, lognormal:MEDIAN:SIGMA, "
@@ -80,8 +76,9 @@ def register(app: typer.Typer) -> None:
             "--max-batch", min=1, help="engine: sequences per iteration")] = 2048,
         max_tokens: Annotated[int, typer.Option(
             "--max-tokens", min=1, help="engine: tokens per iteration")] = 8192,
-        block_size: Annotated[int, typer.Option(
-            "--block-size", min=1, help="paged KV block, tokens")] = 32,
+        block_size: Annotated[int | None, typer.Option(
+            "--block-size", min=1, help="paged KV block, tokens (default 32, TensorRT-LLM's)")]
+        = None,
         kv_fraction: Annotated[float, typer.Option(
             "--kv-fraction", min=0.05, max=1.0,
             help="share of the free memory given to the KV cache")] = 0.90,
@@ -98,12 +95,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serving latency (TTFT, TPOT), throughput under load, and $ per million tokens."""
         from gpuplan.cli.serve_render import render
-        from gpuplan.estimate.latency import ServeConfig, step_model
+        from gpuplan.estimate.latency import step_model
         from gpuplan.specs.catalog import get_device, get_model
+        from gpuplan.specs.serving import ServeConfig
 
         m, d = get_model(model), get_device(gpu)
         cfg = ServeConfig(weight_dtype=weight_dtype.value, kv_dtype=kv_dtype.value, tp=tp,
-                          attention=attention.value, weight_only=weight_only)
+                          attention="paged" if paged_attention else "flash",
+                          weight_only=weight_only)
         eff, prof = None, None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -111,6 +110,7 @@ def register(app: typer.Typer) -> None:
             eff, prof = apply(profile, d)
         sm = step_model(m, d, cfg, eff)
         ctx = {"m": m, "d": d, "cfg": cfg, "sm": sm}
+        block_size = block_size or 32
         simulated = (max_throughput or rate is not None or trace is not None or curve
                      or plot is not None)
         if simulated:

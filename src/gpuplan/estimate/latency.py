@@ -30,7 +30,7 @@ from functools import lru_cache
 from gpuplan.errors import InputError
 from gpuplan.estimate.comm import collective_time
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
-from gpuplan.estimate.inference import InferConfig, weight_bytes
+from gpuplan.estimate.inference import weight_bytes
 from gpuplan.estimate.roofline import op_time
 from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.ops.impl import Impl
@@ -39,6 +39,8 @@ from gpuplan.ops.transformer import experts_touched, kv_bytes_per_token
 from gpuplan.specs.cluster import default_cluster
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
+from gpuplan.specs.workload import InferConfig
 
 NATIVE_QUANT = ("fp8", "int8", "fp4")
 """Weight dtypes that run as low-precision matmuls where the device has a tensor peak for them."""
@@ -49,7 +51,6 @@ PAGED_KV_SLOWDOWN = 1.23
 KERNELS_PER_LAYER = 9
 """Kernel launches per layer in a fused serving engine: norm x2, QKV, RoPE+cache write,
 attention, out-proj, gate/up, activation, down (vLLM / TensorRT-LLM Llama graphs)."""
-ATTENTION_KINDS = ("flash", "paged")
 
 SERVING_FACTORS = (0.7, 0.5, 0.8)
 """(compute, extra for fp4 compute, attention KV reads): shares of the kernel ceilings a
@@ -71,34 +72,6 @@ def serving_efficiency(device: Device, compute_dtype: str,
     return replace(base, end_to_end=f,
                    source=base.source + f"; serving end-to-end: compute x{f:.2f}, attention "
                    f"KV reads x{mem:.2f} ({SERVING_CALIBRATION})")
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    tp: int = 1
-    attention: str = "flash"
-    """flash: contiguous KV cache (FlashAttention/FlashDecoding); paged: PagedAttention blocks"""
-    act_dtype: str = "bf16"
-    fused: bool = True
-    """a serving engine's fused kernels (KERNELS_PER_LAYER launches per layer); False: eager
-    PyTorch / Hugging Face, whose launches per layer come from the op builder (ops/decode.py)"""
-    weight_only: bool = False
-    """quantized weights dequantized to act_dtype in the matmul even where the device has a
-    tensor peak for their dtype (GPTQ/AWQ/gpt-fast weight-only kernels)"""
-
-    def validate(self, m: ModelSpec) -> None:
-        for f, v in (("weight_dtype", self.weight_dtype), ("kv_dtype", self.kv_dtype)):
-            if v not in DTYPE_BYTES:
-                raise InputError(f, v, f"one of {', '.join(DTYPE_BYTES)}")
-        if self.attention not in ATTENTION_KINDS:
-            raise InputError("attention", self.attention, " or ".join(ATTENTION_KINDS))
-        if not isinstance(self.tp, int) or self.tp < 1 or m.num_heads % self.tp:
-            raise InputError("tp", self.tp, f"a divisor of num_heads ({m.num_heads})")
-        if m.arch != "decoder":
-            raise InputError("model", m.name, "a decoder (an encoder-only model does not "
-                             "generate tokens)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,8 +193,12 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
     tp, d, wd = cfg.tp, m.hidden_size, cfg.weight_dtype
     icfg = InferConfig(batch=1, context=1, weight_dtype=wd, kv_dtype=cfg.kv_dtype, tp=tp)
     per_elem = Impl(weight_dtype=wd).weight_bytes()
-    embed = m.vocab_size * d / tp * DTYPE_BYTES[cfg.act_dtype] if not m.tie_embeddings else 0.0
-    total = weight_bytes(m, icfg) - embed
+    # the memory planner keeps embedding, head and norms 16-bit; fp32 checkpoints keep them fp32
+    wide = DTYPE_BYTES[wd] > 2
+    total = weight_bytes(m, replace(icfg, weight_dtype="bf16")) * 2 if wide else \
+        weight_bytes(m, icfg)
+    embed = m.vocab_size * d / tp * (4.0 if wide else 2.0) if not m.tie_embeddings else 0.0
+    total -= embed
     expert = m.mlp_params(m.expert_size) * per_elem / tp if m.is_moe else 0.0
     dense = total - m.num_moe_layers * m.num_experts * expert
     head = 2.0 * d * m.vocab_size / tp

@@ -6,15 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gpuplan.estimate.inference import InferConfig, infer_memory
-from gpuplan.estimate.latency import ServeConfig, StepModel, latency
+from gpuplan.estimate.inference import infer_memory
+from gpuplan.estimate.latency import StepModel, latency
+from gpuplan.estimate.request_stream import Workload, poisson_workload, trace_workload
 from gpuplan.estimate.serving import kv_capacity, load_curve, max_throughput, summarize
 from gpuplan.estimate.serving_cost import api_comparison, gpu_cost
 from gpuplan.estimate.serving_sim import Engine, simulate
-from gpuplan.estimate.workload import Workload, poisson_workload, trace_workload
 from gpuplan.specs.api_prices import builtin_api_prices, parse_api_prices
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
+from gpuplan.specs.workload import InferConfig
 
 CUDA_CONTEXT_BYTES = 537_000_000
 """CUDA context + library workspaces per GPU (the memory planner's default); 0 on CPUs."""

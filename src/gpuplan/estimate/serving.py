@@ -10,13 +10,15 @@ from dataclasses import replace
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.inference import InferConfig, infer_memory
-from gpuplan.estimate.latency import ServeConfig, StepModel
+from gpuplan.estimate.inference import infer_memory
+from gpuplan.estimate.latency import StepModel
 from gpuplan.estimate.memory import MemoryResult
+from gpuplan.estimate.request_stream import Workload, poisson_workload
 from gpuplan.estimate.serving_sim import Engine, SimResult, simulate
-from gpuplan.estimate.workload import Workload, poisson_workload
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
+from gpuplan.specs.workload import InferConfig
 
 KV_MEMORY_FRACTION = 0.90
 """Share of the memory left after weights and workspace that engines give the KV cache

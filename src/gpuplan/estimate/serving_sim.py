@@ -24,7 +24,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.latency import StepModel
-from gpuplan.estimate.workload import Workload
+from gpuplan.estimate.request_stream import Workload
 
 SCHEDULERS = ("continuous", "static")
 

@@ -75,4 +75,3 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
     finally:
         plt.close(fig)
     return path
-
