@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.cli.main import main
-from gpuplan.estimate.latency import ServeConfig, step_model
+from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.serve_rank import ServeLoad, advise_serve, point, screen
 from gpuplan.specs.catalog import device_catalog, get_device, get_model
+from gpuplan.specs.serving import ServeConfig
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.estimate.latency import ServeConfig, step_model
+from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.memory import TrainConfig, train_memory
 from gpuplan.estimate.plan_defaults import (
     CHAT_REQUESTS,
@@ -35,6 +35,7 @@ from gpuplan.estimate.training import step_time
 from gpuplan.specs.cluster import default_cluster
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
 
 MAX_SCREEN_GPUS = 16384
 """Largest power-of-two GPU count the training screen tries before giving up."""

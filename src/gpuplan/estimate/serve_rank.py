@@ -16,7 +16,6 @@ from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.latency import (
-    ServeConfig,
     StepModel,
     compute_bound_batch,
     decode_s,
@@ -27,6 +26,7 @@ from gpuplan.estimate.latency import (
 from gpuplan.estimate.serving import kv_capacity
 from gpuplan.specs.device import Device
 from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
 
 CUDA_CONTEXT_BYTES = 537_000_000
 """CUDA context + workspaces per GPU, as `serve` assumes (estimate.serve_plan); 0 on CPUs."""
