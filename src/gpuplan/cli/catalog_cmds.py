@@ -23,8 +23,17 @@ def device_summary(d: Device) -> dict[str, Any]:
         "capacity_bytes": d.capacity_bytes, "mem_bw_bytes_per_s": d.mem_bw_bytes_per_s,
         "peak_flops_per_s": dict(d.peak_flops_per_s), "tdp_w": d.tdp_w,
         "cloud_usd_per_hour": d.cloud_usd_per_hour,
+        "price_basis_usd": _basis(d.name),
         "sources": {k: p.source for k, p in d.provenance.items()},
     }
+
+
+def _basis(name: str) -> dict[str, float]:
+    """The device's prices on the one-basis table (specs/prices.py), by kind."""
+    from gpuplan.specs.prices import KINDS, load_prices
+
+    table_ = load_prices()
+    return {k: v for k in KINDS if (v := table_.usd(name, k)) is not None}
 
 
 def device_detail(d: Device) -> dict[str, Any]:
@@ -52,13 +61,14 @@ def _render_devices(con: Console, devices: list[Device]) -> None:
     cols += [(f"{dt} TFLOP/s", "right") for dt in ("fp32", "tf32", "bf16", "fp8", "int8")]
     cols += [("TDP", "right"), ("$/h", "right")]
     t = table(f"{len(devices)} devices (dense peaks; GB = 1e9 bytes)", cols,
-              caption="'-' = no fast path on this hardware. `gpuplan hardware NAME` shows sources.")
+              caption="'-' = no fast path on this hardware. `gpuplan hardware NAME` shows sources. "
+                      "$/h: the on-demand price basis (catalog/prices.csv; `gpuplan cost`).")
     for d in devices:
         t.add_row(d.name, d.kind, units.format_bytes(d.memory_bytes),
                   units.format_bandwidth(d.mem_bw_bytes_per_s),
                   *(_tflops(d, dt) for dt in ("fp32", "tf32", "bf16", "fp8", "int8")),
                   f"{d.tdp_w:.0f} W" if d.tdp_w else "-",
-                  f"{d.cloud_usd_per_hour:.2f}" if d.cloud_usd_per_hour else "-")
+                  f"{p:.2f}" if (p := _basis(d.name).get("on_demand")) else "-")
     con.print(t)
 
 

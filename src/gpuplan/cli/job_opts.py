@@ -18,12 +18,14 @@ import typer
 
 from gpuplan.cli.options import (
     AttentionChoice,
+    FinetuneChoice,
     FsdpChoice,
     OptimizerChoice,
     PrecisionChoice,
     RecomputeChoice,
 )
 from gpuplan.errors import InputError
+from gpuplan.specs.finetune import LoraConfig, parse_targets
 from gpuplan.specs.workload import TrainConfig
 
 _D = TrainConfig()
@@ -77,6 +79,20 @@ FragmentationOpt = Annotated[float | None, typer.Option(
     "--fragmentation", min=0.0, max=0.9, rich_help_panel=_KER,
     help="allocator fragmentation share (default 0.10 train, 0.05 infer)")]
 
+FinetuneOpt = Annotated[FinetuneChoice, typer.Option(
+    "--finetune", rich_help_panel=_JOB,
+    help="full fine-tuning, LoRA (16-bit frozen weights) or QLoRA (NF4 frozen weights)")]
+LoraRankOpt = Annotated[int, typer.Option("--lora-rank", min=1, rich_help_panel=_JOB,
+                                          help="adapter rank r")]
+LoraTargetsOpt = Annotated[str, typer.Option(
+    "--lora-targets", rich_help_panel=_JOB,
+    help="all-linear, attention, mlp or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,"
+         "up_proj,down_proj")]
+PagedOpt = Annotated[bool | None, typer.Option(
+    "--paged-optimizer/--no-paged-optimizer", rich_help_panel=_JOB,
+    help="optimizer states in paged (CPU-evictable) memory; default on for qlora")]
+_L = LoraConfig()
+
 DEFAULTS: dict[str, Any] = {
     "micro_batch": _D.micro_batch, "seq_len": _D.seq_len, "global_batch": _D.global_batch,
     "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
@@ -86,6 +102,8 @@ DEFAULTS: dict[str, Any] = {
     "attention": AttentionChoice(_D.attention), "fused": _D.fused,
     "precision": PrecisionChoice(_D.precision), "grad_fp32": False, "no_dropout": False,
     "target": _D.target, "cuda_context_gb": None, "fragmentation": None,
+    "finetune": FinetuneChoice(_L.finetune), "lora_rank": _L.rank,
+    "lora_targets": ",".join(_L.targets), "paged_optimizer": _L.paged_optimizer,
 }
 """every job option's default, taken from TrainConfig (the commands use these)"""
 
@@ -109,7 +127,15 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         offload_optimizer=o["offload_optimizer"], global_batch=o["global_batch"],
         dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
         cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
-        fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"])
+        fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"],
+        lora=lora_job(o))
+
+
+def lora_job(o: dict[str, Any]) -> LoraConfig:
+    """--finetune, --lora-rank, --lora-targets, --paged-optimizer -> the job's LoraConfig."""
+    return LoraConfig(finetune=o["finetune"].value, rank=o["lora_rank"],
+                      targets=parse_targets(o["lora_targets"]),
+                      paged_optimizer=o["paged_optimizer"])
 
 
 def train_only_given(o: dict[str, Any]) -> dict[str, object]:

@@ -36,8 +36,10 @@ app = typer.Typer(
 
 def _register() -> None:
     from gpuplan.cli import (
+        advise_cmd,
         bench_cmd,
         catalog_cmds,
+        cost_cmd,
         flops_cmd,
         memory_cmd,
         plan_cmd,
@@ -53,6 +55,8 @@ def _register() -> None:
     train_cmd.register(app)
     bench_cmd.register(app)
     serve_cmd.register(app)
+    cost_cmd.register(app)
+    advise_cmd.register(app)
     plan_cmd.register(app)
 
 

@@ -7,21 +7,26 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
     CpOpt,
     CudaContextOpt,
     EpOpt,
+    FinetuneOpt,
     FragmentationOpt,
     FsdpOpt,
     FusedOpt,
     GlobalBatchOpt,
     GradFp32Opt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     NoDropoutOpt,
     OffloadOpt,
     OptimizerOpt,
+    PagedOpt,
     PpOpt,
     PrecisionOpt,
     RecomputeOpt,
@@ -76,6 +81,10 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = DEFAULTS["target"],
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
+        finetune: FinetuneOpt = DEFAULTS["finetune"],
+        lora_rank: LoraRankOpt = DEFAULTS["lora_rank"],
+        lora_targets: LoraTargetsOpt = DEFAULTS["lora_targets"],
+        paged_optimizer: PagedOpt = DEFAULTS["paged_optimizer"],
         tokens: Annotated[float | None, typer.Option(
             "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
@@ -86,6 +95,7 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        prices: PricesOpt = None,
         profile: ProfileOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
@@ -113,9 +123,20 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
+            if cfg.lora.active:
+                raise InputError("--search", f"with --finetune {finetune.value}",
+                                 "full fine-tuning only (the search's memory model has no "
+                                 "adapters): time one layout, or use `gpuplan advise`")
+
             run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             return
-        res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
-                             efficiency=eff, scaling=scaling, profile=prof)
+        price = on_demand_price(d.name, usd_per_hour, prices)
+        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                     "source": "not on the price basis: the device file's cloud price ("
+                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
+                             overlap=not no_overlap, efficiency=eff, scaling=scaling,
+                             profile=prof, price=price)
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))

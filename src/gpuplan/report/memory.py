@@ -43,10 +43,18 @@ def render_memory(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | N
                   "")
     else:
         bpp = r["bytes_per_param"]
-        t.add_row("bytes per parameter (unsharded)",
+        t.add_row("bytes per parameter (unsharded)" if not r.get("finetune") else
+                  "bytes per parameter of full training (not used: see finetune)",
                   " + ".join(f"{v:g} {k}" for k, v in bpp.items()) + f" = {sum(bpp.values()):g}",
                   "")
         t.add_row("parameters on this GPU", f"{r['params_per_gpu']:,}", "")
+        ft = r.get("finetune")
+        if ft:
+            t.add_row(f"{r['assumptions']['finetune']}: trainable adapter parameters",
+                      f"{ft['trainable_params']:,}", f"rank {r['assumptions']['lora_rank']}")
+            if ft["paged_optimizer_bytes"]:
+                t.add_row("paged optimizer states (CPU-evictable, not in total)",
+                          _gb(ft["paged_optimizer_bytes"]), "")
     con.print(t)
     prof = r["assumptions"].get("profile")
     if prof:
