@@ -52,7 +52,7 @@ def parts() -> list[tuple[str, float, float]]:
     base = train_job(dict(DEFAULTS), 1, d.kind)
     inp = p.PlanInputs(8, None, ServeLoad(512, 256, 2.0, 2.0, 0.2))
     lap("catalog")
-    p.plan_train(m, d, base, inp)
+    p.plan_train(m, d, base, inp, {"usd_per_gpu_hour": d.cloud_usd_per_hour})
     lap("train: search + step")
     p.plan_serve(m, d, inp, d.cloud_usd_per_hour)
     lap("serve: simulation")

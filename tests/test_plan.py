@@ -161,3 +161,17 @@ def test_advise_serve_ranking():
     assert r["best"]["why"].startswith("best:")
     assert any(o["method"] == "cpu" for o in r["ranking"])  # the CPU row is always there
     assert r["best"]["gpus"] >= r["best"]["tp"] >= 1
+
+
+def test_advise_goal_serve_cli(capsys):
+    r = run_json(capsys, "advise", "llama-3-70b", "--goal", "serve", "--rate", "10")
+    q = run_json(capsys, "advise", "llama-3-70b", "--goal", "serve", "--rate", "10",
+                 "--quantized")
+    assert r["goal"]["kind"] == "serve" and r["best"]["meets_goal"]
+    assert r["best"]["weight_dtype"] == "bf16"
+    assert {"device", "gpus", "fits", "usd_per_million_tokens", "why", "tp"} <= set(r["best"])
+    assert r["runner_up"] is not None
+    assert any(o["method"] == "cpu" for o in r["ranking"])
+    # more choices (fp8, int4 weight-only) never make the best option dearer
+    assert q["best"]["usd_per_million_tokens"] <= r["best"]["usd_per_million_tokens"]
+    assert r["price_basis"]["on_demand"]

@@ -42,16 +42,24 @@ def register(app: typer.Typer) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
         from gpuplan.cli.job_opts import DEFAULTS, train_job
         from gpuplan.cli.serve_render import render
+        from gpuplan.cli.train_cmd import train_price
         from gpuplan.estimate.plan import PlanInputs, build_plan
         from gpuplan.estimate.serve_rank import ServeLoad
         from gpuplan.report.plan import render_plan
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
+        from gpuplan.specs.device import Device
+        from gpuplan.specs.prices import load_prices
 
         name = gpu or p.DEFAULT_GPU
         m, d = get_model(model), get_device(name)
         base = train_job(dict(DEFAULTS), 1, d.kind)
         inp = PlanInputs(gpus, tokens, ServeLoad(prompt_len, output_len, rate, slo_ttft,
                                                    slo_tpot))
-        r = build_plan(m, d, base, inp, goal.value, list(device_catalog()),
-                         lambda dev: dev.cloud_usd_per_hour, (model, name))
+        table_ = load_prices(None)
+
+        def price(dev: Device) -> float | None:
+            return table_.usd(dev.name, "on_demand") or dev.cloud_usd_per_hour
+
+        r = build_plan(m, d, base, inp, goal.value, list(device_catalog()), price,
+                       (model, name), train_price(d, None, None))
         emit(r, as_json, lambda con: render_plan(con, r, render))

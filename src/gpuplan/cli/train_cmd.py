@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -42,6 +43,17 @@ from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit
 from gpuplan.report.train import render_train
+from gpuplan.specs.device import Device
+
+
+def train_price(d: Device, flag: float | None, prices: Path | None) -> dict[str, Any]:
+    """The rate a run is costed at: the flag, the price basis, else the device file's price."""
+    price = on_demand_price(d.name, flag, prices)
+    if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+        price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                 "source": "not on the price basis: the device file's cloud price ("
+                           + d.provenance["cloud_usd_per_hour"].source + ")"}
+    return price
 
 
 def register(app: typer.Typer) -> None:
@@ -130,11 +142,7 @@ def register(app: typer.Typer) -> None:
 
             run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             return
-        price = on_demand_price(d.name, usd_per_hour, prices)
-        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
-            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
-                     "source": "not on the price basis: the device file's cloud price ("
-                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        price = train_price(d, usd_per_hour, prices)
         res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)

@@ -57,13 +57,15 @@ def train_tokens(m: ModelSpec, tokens: float | None) -> float:
     return tokens if tokens is not None else CHINCHILLA_TOKENS_PER_PARAM * m.params()
 
 
-def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs) -> TrainResult:
-    """The best searched layout of `inp.gpus` x `d`, timed as `gpuplan train` times it; the
-    base job (not fitting) when no layout fits."""
+def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs,
+               price: dict[str, Any]) -> TrainResult:
+    """The best searched layout of `inp.gpus` x `d`, timed and costed (at `price`, `train`'s
+    rate and source) as `gpuplan train` does; the base job (not fitting) when none fits."""
     cluster = default_cluster(d, inp.gpus)
     res = search(m, cluster, base, top=1)
     cfg = res.ranked[0][0] if res.ranked else replace(base, dp=inp.gpus)
-    return estimate_train(m, cluster, cfg, train_tokens(m, inp.tokens))
+    return estimate_train(m, cluster, cfg, train_tokens(m, inp.tokens),
+                          price["usd_per_gpu_hour"], price=price)
 
 
 def train_args(r: TrainResult, gpus: int, tokens: float) -> list[str]:
@@ -212,16 +214,18 @@ def serve_advice(s: dict[str, Any], opt: ServeOption, rows: list[dict[str, Any]]
 
 
 def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal: str,
-               devices: list[Device], price: Price, names: tuple[str, str]) -> dict[str, Any]:
+               devices: list[Device], price: Price, names: tuple[str, str],
+               train_price: dict[str, Any]) -> dict[str, Any]:
     """The JSON of `gpuplan plan`; `names` = (model, device) as the user typed them, for the
-    `commands` that re-run train and serve on the plan's choices."""
+    `commands` that re-run train and serve on the plan's choices; `train_price` = the rate
+    `gpuplan train` costs the run at; `price` the options' rate per device."""
     out: dict[str, Any] = {"model": m.name, "device": d.name, "goal": goal}
     cmds: dict[str, str] = {}
     head = f"gpuplan {{}} {names[0]} --gpu {names[1]} "
     rows = options(m, devices, base, inp, price, goal)
     advice: list[str] = []
     if goal in ("train", "both"):
-        tr = plan_train(m, d, base, inp)
+        tr = plan_train(m, d, base, inp, train_price)
         out["train"] = tr.to_json()
         cmds["train"] = head.format("train") + " ".join(train_args(tr, inp.gpus,
                                                                     train_tokens(m, inp.tokens)))
@@ -251,5 +255,7 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
         "options_serve": "closed-form steady continuous batching at the largest concurrency "
                          "meeting the SLO (no queueing); GPUs for the rate; $/M output tokens "
                          "at the rate",
-        "prices": "the catalog's cloud price per GPU-hour (as train and serve use)"}
+        "prices": "train: its own rule (price basis, else the device file's price); serve: "
+                  "its own rule (the device file's cloud price); options: the on-demand price "
+                  "basis, else the device file's price"}
     return out
