@@ -6,6 +6,7 @@
 #     OUT=/tmp/gpu-results PYTHON=python3 bash benchmarks/gpu_check.sh
 # Each step has its own time limit; a global deadline skips steps that would not fit.
 # DEVICE=cpu runs the same steps on the CPU (a dry run of this script where there is no GPU).
+# ONLY_PROFILE=1 runs only the `gpuplan profile` steps (issue 13; about 5 minutes).
 set -u -o pipefail
 
 OUT="${OUT:-./gpu-results}"
@@ -23,6 +24,7 @@ say() { echo "[$(date +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$LOG"; }
 # step NAME LIMIT_S COMMAND...: run with a time limit if the deadline allows; record rc
 step() {
     local name="$1" limit="$2"; shift 2
+    if [[ "${ONLY_PROFILE:-0}" == 1 && "$name" != *profile* ]]; then return 0; fi
     local left=$((DEADLINE - SECONDS))
     if (( left < 20 )); then say "SKIP $name: ${left}s left before the deadline"; return 0; fi
     (( limit > left )) && limit=$left
@@ -63,6 +65,18 @@ fi
 step side-by-side 90 "$PY" benchmarks/bench_measure.py --device "$DEVICE"
 # 6. the GPU tests (skipped on CPU-only machines)
 step pytest-gpu 60 "$PY" -m pytest -q -p no:cacheprovider tests/test_measure.py -k "cuda or gpu"
+# 7. gpuplan profile on real scripts (issue 13): blocking pageable copies (expect pageable_copy
+#    advice first, device idle gaps), a GPT-2 from a config (predicted vs measured on this GPU),
+#    one .item() per step (host_sync: the device idle the sync causes), and the GPU profile test
+S=tests/profile_scripts
+step profile-pageable 90 "$PY" "${G[@]}" profile "$S/pageable.py" --steps 5 --warmup 3 --json \
+    --trace "$OUT/profile-pageable-trace.json" --html "$OUT/profile-pageable.html" -- "$DEVICE"
+step profile-gpt2 120 "$PY" "${G[@]}" profile "$S/gpt2_tiny.py" --steps 5 --warmup 2 --json \
+    --html "$OUT/profile-gpt2.html" -- "$DEVICE"
+step profile-gpt2-table 120 "$PY" "${G[@]}" profile "$S/gpt2_tiny.py" --steps 5 --warmup 2 \
+    -- "$DEVICE"
+step profile-item 90 "$PY" "${G[@]}" profile "$S/item_per_step.py" --steps 5 --warmup 2 --json
+step pytest-profile-gpu 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_profile.py -m gpu
 
 nvidia-smi > "$OUT/nvidia-smi-end.txt" 2>&1 || true
 say "done in ${SECONDS}s; files:"

@@ -21,4 +21,23 @@ def trace(module: Any, *example_inputs: Any, train: bool = True, **kwargs: Any) 
     return _trace(module, *example_inputs, train=train, **kwargs)
 
 
-__all__ = ["__version__", "trace"]
+def profile(steps: int | None = None, warmup: int = 0, trace: str | None = None,
+            device: str | None = None) -> Any:
+    """Profile a training loop: `with gpuplan.profile() as prof:` and `prof.step()` after each
+    step; `prof.result` holds what `gpuplan profile --json` prints. See
+    gpuplan.measure.workload_api.Profile."""
+    import importlib  # the measure layer (torch) loads only when called
+
+    api = importlib.import_module("gpuplan.measure.workload_api")
+    return api.Profile(steps=steps, warmup=warmup, trace=trace, device=device,
+                       render=_render_profile)
+
+
+def _render_profile(result: dict[str, Any]) -> None:
+    from gpuplan.report.output import console
+    from gpuplan.report.profile_render import render
+
+    render(console(), result)
+
+
+__all__ = ["__version__", "profile", "trace"]

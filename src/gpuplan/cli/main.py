@@ -35,6 +35,7 @@ app = typer.Typer(
 
 
 def _register() -> None:
+    import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import (
         advise_cmd,
         bench_cmd,
@@ -54,6 +55,7 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    profile_cmd.register(app)
     serve_cmd.register(app)
     cost_cmd.register(app)
     advise_cmd.register(app)
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; turn user errors into one line and exit code 2."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
         print(f"gpuplan: error: {e}", file=sys.stderr)
         return 2
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,87 @@
+"""Terminal report of `gpuplan profile`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from gpuplan.report.output import table
+from gpuplan.units import format_bytes, format_flops, format_flops_per_s, format_seconds
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else format_seconds(x)
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def render(con: Console, r: dict[str, Any]) -> None:
+    step = r["step_time_s"]
+    con.print(f"[bold]{r['model']}[/bold] on {r['device']}: {format_seconds(step)} per step "
+              f"(mean of {r['steps']} measured steps after warm-up)")
+    t = table("where the step goes (host wall time)", [("phase", "left"), ("per step", "right"),
+                                                       ("share", "right")])
+    for k, v in r["breakdown_s"].items():
+        t.add_row(k, format_seconds(v), _share(v / step if step else None))
+    con.print(t)
+    reads = r["host_reads"]
+    con.print(f"host reads per step: {reads['per_step']:g}" + "".join(
+        f"\n  {s['call']}() at {s['file']}:{s['line']}  {s['per_step']:g}/step"
+        for s in reads["sites"][:5]))
+    for kind, c in r["host_to_device"].items():
+        if c["bytes"]:
+            bw = c["bw_bytes_per_s"]
+            con.print(f"host-to-device ({kind}): {format_bytes(c['bytes'])} per step in "
+                      f"{format_seconds(c['time_s'])}" + (f", {bw / 1e9:.3g} GB/s" if bw else ""))
+    if r["device_idle"]:
+        i = r["device_idle"]
+        con.print(f"device idle: {format_seconds(i['idle_s'])} per step (busy "
+                  f"{i['busy_fraction']:.0%}); after host reads {format_seconds(i['after_host_read_s'])}")
+    _ops(con, r)
+    _predicted(con, r)
+    _advice(con, r)
+    con.print("assumptions: " + "; ".join(f"{k}: {v}" for k, v in r["assumptions"].items()))
+
+
+def _ops(con: Console, r: dict[str, Any]) -> None:
+    t = table("operators (slowest first; roofline share = attainable time / measured time)",
+              [("op", "left"), ("phase", "left"), ("kind", "left"), ("calls/step", "right"),
+               ("time/step", "right"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/s", "right"),
+               ("bandwidth", "right"), ("roofline", "right")])
+    for o in r["ops"][:15]:
+        t.add_row(o["name"], o["phase"], o["kind"], f"{o['calls_per_step']:g}", format_seconds(o["time_s"]),
+                  "-" if o["flops"] is None else format_flops(o["flops"]),
+                  "-" if o["bytes"] is None else format_bytes(o["bytes"]),
+                  "-" if o["flops_per_s"] is None else format_flops_per_s(o["flops_per_s"]),
+                  "-" if o["bytes_per_s"] is None else f"{o['bytes_per_s'] / 1e9:.3g} GB/s",
+                  _share(o["roofline_share"]))
+    con.print(t)
+
+
+def _predicted(con: Console, r: dict[str, Any]) -> None:
+    p = r["predicted"]
+    if not p:
+        con.print(f"predicted vs measured: not available ({r['assumptions'].get('counting')})")
+        return
+    t = table(f"predicted (gpuplan, {p['device']}) vs measured", [
+        ("component", "left"), ("predicted", "right"), ("measured", "right"),
+        ("error", "right")], caption=p["note"])
+    for k, c in p["components"].items():
+        err = c["error"]
+        t.add_row(k, _s(c["predicted_s"]), _s(c["measured_s"]),
+                  "-" if err is None else f"{err:+.0%}")
+    con.print(t)
+
+
+def _advice(con: Console, r: dict[str, Any]) -> None:
+    if not r["advice"]:
+        con.print("advice: nothing above 1% of the step found")
+        return
+    t = table("advice, ranked by expected time saved per step",
+              [("#", "right"), ("kind", "left"), ("saves", "right"), ("what to do", "left")])
+    for i, a in enumerate(r["advice"], 1):
+        t.add_row(str(i), a["kind"], format_seconds(a["expected_saving_s"]), a["text"])
+    con.print(t)
