@@ -49,6 +49,7 @@ def _register() -> None:
         train_cmd,
     )
 
+    plan_cmd.register(app)
     catalog_cmds.register(app)
     flops_cmd.register(app)
     roofline_cmd.register(app)
@@ -59,7 +60,6 @@ def _register() -> None:
     serve_cmd.register(app)
     cost_cmd.register(app)
     advise_cmd.register(app)
-    plan_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
