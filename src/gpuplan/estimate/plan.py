@@ -75,7 +75,7 @@ def train_args(r: TrainResult, gpus: int, tokens: float) -> list[str]:
             "--cp", str(c.cp), "--ep", str(c.ep), "--zero", str(c.zero),
             "--fsdp", c.fsdp, "--virtual-stages", str(c.virtual_stages),
             "--recompute", c.recompute, "--micro-batch", str(c.micro_batch),
-            "--seq-len", str(c.seq_len), "--tokens", f"{tokens:.0f}"]
+            "--seq-len", str(c.seq_len), "--tokens", repr(float(tokens))]
     if c.global_batch:
         args += ["--global-batch", str(c.global_batch)]
     if c.sp:
@@ -87,7 +87,8 @@ def train_args(r: TrainResult, gpus: int, tokens: float) -> list[str]:
 
 def plan_serve(m: ModelSpec, d: Device, inp: PlanInputs, price: float | None
                ) -> tuple[dict[str, Any], ServeOption]:
-    """The smallest TP of `d` whose screen meets the SLO, then `gpuplan serve --rate` on it."""
+    """The smallest TP of `d` whose screen meets the SLO, then `gpuplan serve --rate` on it,
+    costed at `price` (passed to serve as --usd-per-gpu-hour: the page's one price basis)."""
     opt = best_for_device(m, d, inp.load, price, smallest_tp_only=True)
     cfg = ServeConfig(tp=opt.tp)
     ctx = {"m": m, "d": d, "cfg": cfg, "sm": step_model(m, d, cfg)}
@@ -95,16 +96,18 @@ def plan_serve(m: ModelSpec, d: Device, inp: PlanInputs, price: float | None
     r = run_sim(ctx, str(ld.prompt), str(ld.output), False, ld.rate, inp.requests, "continuous",
                 False, inp.seed, None, ld.slo_ttft_s, ld.slo_tpot_s, MAX_BATCH, MAX_TOKENS,
                 BLOCK_SIZE, 0.90, False)
-    add_cost(r, ctx, None, None)
+    add_cost(r, ctx, price, None)
     return {"model": m.name, "device": d.name, **r}, opt
 
 
 def serve_args(r: dict[str, Any], inp: PlanInputs) -> list[str]:
     ld = inp.load
     return ["--tp", str(r["tp"]), "--prompt-len", str(ld.prompt), "--output-len",
-            str(ld.output), "--rate", f"{ld.rate:g}", "--requests", str(inp.requests),
-            "--seed", str(inp.seed), "--slo-ttft", f"{ld.slo_ttft_s:g}",
-            "--slo-tpot", f"{ld.slo_tpot_s:g}"]
+            str(ld.output), "--rate", repr(ld.rate), "--requests", str(inp.requests),
+            "--seed", str(inp.seed), "--slo-ttft", repr(ld.slo_ttft_s),
+            "--slo-tpot", repr(ld.slo_tpot_s)] + (
+        ["--usd-per-gpu-hour", repr(r["cost"]["usd_per_gpu_hour"])]
+        if r["cost"].get("price_source") == "--usd-per-gpu-hour" else [])
 
 
 def screen_job(base: TrainConfig, gpus: int, recompute: str) -> TrainConfig:
@@ -197,7 +200,9 @@ def serve_advice(s: dict[str, Any], opt: ServeOption, rows: list[dict[str, Any]]
            + (f"{_usd(s['cost_per_million_tokens_usd'])} per million output tokens at this "
               "load" if s["cost_per_million_tokens_usd"] is not None else
               "no catalog price (serve --usd-per-gpu-hour sets one)")
-           + f"; bound: {opt.bottleneck}."]
+           + (f"; one replica's capacity (screen): {opt.requests_per_s_per_replica:.3g} req/s "
+              f"at {opt.batch} concurrent, {opt.bottleneck}-bound."
+              if opt.requests_per_s_per_replica else f"; {opt.why}.")]
     if s["slo_attainment"] < 0.99:
         out.append(f"Only {s['slo_attainment']:.0%} of requests meet the SLO: add replicas "
                    f"(the screen says {opt.replicas}) or a faster device.")
@@ -255,7 +260,6 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
         "options_serve": "closed-form steady continuous batching at the largest concurrency "
                          "meeting the SLO (no queueing); GPUs for the rate; $/M output tokens "
                          "at the rate",
-        "prices": "train: its own rule (price basis, else the device file's price); serve: "
-                  "its own rule (the device file's cloud price); options: the on-demand price "
-                  "basis, else the device file's price"}
+        "prices": "on-demand price basis per GPU-hour, else the device file's cloud price "
+                  "(train's rule); serve is given the same rate (--usd-per-gpu-hour)"}
     return out
