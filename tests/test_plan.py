@@ -175,3 +175,10 @@ def test_advise_goal_serve_cli(capsys):
     # more choices (fp8, int4 weight-only) never make the best option dearer
     assert q["best"]["usd_per_million_tokens"] <= r["best"]["usd_per_million_tokens"]
     assert r["price_basis"]["on_demand"]
+
+
+def test_plan_encoder_only_model_trains_only(capsys):
+    r = run_json(capsys, "plan", "bert-base", "--gpus", "1")
+    assert r["goal"] == "train" and "serve" not in r
+    assert "not a decoder" in r["advice"][-1]
+    assert main(["plan", "bert-base", "--goal", "serve"]) == 2

@@ -185,7 +185,8 @@ def train_advice(t: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"Cheapest training in the catalog: {bt['gpus']} x {best['device']} "
                    f"({_usd(bt['cost_usd'])}, {_days(bt['time_s'])}; screened layout).")
     cpu = [r for r in rows if r["kind"] == "cpu" and r.get("train", {}).get("time_s")]
-    if cpu and t["fits"]:
+    on_cpu = any(r["device"] == t["device"] and r["kind"] == "cpu" for r in rows)
+    if cpu and t["fits"] and not on_cpu:
         c = min(cpu, key=lambda r: r["train"]["time_s"])
         out.append(f"On CPUs ({c['train']['gpus']} x {c['device']}) the same run takes "
                    f"{_days(c['train']['time_s'])}, "
@@ -224,6 +225,9 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
     """The JSON of `gpuplan plan`; `names` = (model, device) as the user typed them, for the
     `commands` that re-run train and serve on the plan's choices; `train_price` = the rate
     `gpuplan train` costs the run at; `price` the options' rate per device."""
+    note = None
+    if goal == "both" and m.arch != "decoder":
+        goal, note = "train", f"{m.name} is not a decoder (it generates no tokens): training only."
     out: dict[str, Any] = {"model": m.name, "device": d.name, "goal": goal}
     cmds: dict[str, str] = {}
     head = f"gpuplan {{}} {names[0]} --gpu {names[1]} "
@@ -241,7 +245,7 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
         cmds["serve"] = head.format("serve") + " ".join(serve_args(sv, inp))
         advice += serve_advice(sv, opt, rows)
     out["options"] = rows
-    out["advice"] = advice
+    out["advice"] = advice + ([note] if note else [])
     out["commands"] = cmds
     ld = inp.load
     out["assumptions"] = {

@@ -219,6 +219,7 @@ def rank_serving(m: ModelSpec, devices: list[Device], load: ServeLoad,
                  price: Callable[[Device], float | None], quantized: bool = False
                  ) -> list[ServeOption]:
     """Every device's best option, cheapest meeting the SLO first; CPUs included."""
+    ServeConfig().validate(m)  # a decoder: the one-line error, not a "memory" row per device
     rows = [best_for_device(m, d, load, price(d), quantized) for d in devices]
     return sorted(rows, key=_order)
 
