@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, memory_rules
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
@@ -42,13 +44,17 @@ from gpuplan.cli.job_opts import (
 )
 from gpuplan.cli.options import Mode, StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.memory import bar_chart, render_memory
 from gpuplan.report.output import emit
+from gpuplan.specs.limits import MAX_GPUS, MAX_SEQ
+from gpuplan.specs.workload import TrainConfig
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def memory(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         mode: Annotated[Mode, typer.Option("--mode")] = Mode.train,
@@ -59,7 +65,7 @@ def register(app: typer.Typer) -> None:
         optimizer: OptimizerOpt = DEFAULTS["optimizer"],
         zero: ZeroOpt = DEFAULTS["zero"],
         fsdp: FsdpOpt = DEFAULTS["fsdp"],
-        dp: Annotated[int, typer.Option("--dp", min=1, rich_help_panel="Parallel layout",
+        dp: Annotated[int, typer.Option("--dp", min=1, max=MAX_GPUS, rich_help_panel="Parallel layout",
                                         help="data parallel GPUs")] = 1,
         tp: TpOpt = DEFAULTS["tp"],
         pp: PpOpt = DEFAULTS["pp"],
@@ -77,9 +83,10 @@ def register(app: typer.Typer) -> None:
         weight_dtype: Annotated[StoreDtype, typer.Option("--weight-dtype")] = StoreDtype.bf16,
         kv_dtype: Annotated[StoreDtype, typer.Option("--kv-dtype")] = StoreDtype.bf16,
         block_size: Annotated[int | None, typer.Option(
-            "--block-size", min=1, help="paged KV block size (tokens)")] = None,
+            "--block-size", min=1, max=MAX_SEQ, help="paged KV block size (tokens)")] = None,
         margin: Annotated[float, typer.Option(
-            "--margin", min=0.0, max=0.9, help="infer: memory kept free for max_batch")] = 0.10,
+            "--margin", min=0.0, max=0.9, callback=finite(0.0, 0.9),
+            help="infer: memory kept free for max_batch")] = 0.10,
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
         finetune: FinetuneOpt = DEFAULTS["finetune"],
@@ -89,7 +96,11 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="train: stack profile (megatron, fsdp, deepspeed, llm-foundry, "
+            "hf) setting fused kernels and the gradient dtype")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
@@ -99,10 +110,19 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
         from gpuplan.specs.workload import INFER_FRAGMENTATION, refuse_train_only
 
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, TrainConfig().seq_len)
+        memory_rules(ctx, m, d, mode, locals())
         o = dict(locals())
         if mode is Mode.train:
             cfg = train_job(o, dp, d.kind)
+            if framework is not None:
+                from gpuplan.specs.framework import get_framework
+
+                fw = get_framework(framework)
+                cfg = fw.apply(cfg)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
@@ -118,6 +138,8 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         r = {"model": m.name, **res.to_json()}
+        if framework is not None and mode is Mode.train:
+            r["assumptions"] = {**r["assumptions"], "framework": fw.describe()}
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 
@@ -131,3 +153,7 @@ def register(app: typer.Typer) -> None:
             bar_chart(r, plot)
             r["plot"] = str(plot)
         emit(r, as_json, lambda con: render_memory(con, r, r.get("fix")))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "memory", r, ctx, as_json)

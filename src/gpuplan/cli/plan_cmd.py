@@ -18,6 +18,15 @@ class PlanGoal(str, Enum):
     both = "both"
 
 
+def serve_price(device: str) -> tuple[float | None, str | None]:
+    """(rate, source) as `gpuplan serve` costs a device without --usd-per-gpu-hour."""
+    from gpuplan.cli.cost_cmd import on_demand_price
+
+    p_ = on_demand_price(device, None, None)
+    return p_["usd_per_gpu_hour"], p_["source"] + (f" ({p_['as_of']})" if p_.get("as_of")
+                                                   else "")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(
@@ -40,19 +49,27 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
+        from gpuplan.cli.guards import default_len
         from gpuplan.cli.job_opts import DEFAULTS, train_job
         from gpuplan.cli.serve_render import render
         from gpuplan.cli.train_cmd import train_price
+        from gpuplan.estimate.efficiency import framework_efficiency
         from gpuplan.estimate.plan import PlanInputs, build_plan
         from gpuplan.estimate.serve_rank import ServeLoad
         from gpuplan.report.plan import render_plan
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
         from gpuplan.specs.device import Device
+        from gpuplan.specs.framework import get_framework
         from gpuplan.specs.prices import load_prices
+        from gpuplan.specs.workload import TrainConfig
 
         name = gpu or p.DEFAULT_GPU
         m, d = get_model(model), get_device(name)
-        base = train_job(dict(DEFAULTS), 1, d.kind)
+        fw = get_framework(None)  # train's default stack, as `gpuplan train` sets it up
+        o = dict(DEFAULTS)
+        o["seq_len"] = default_len(m, o["seq_len"], TrainConfig().seq_len)
+        base = fw.apply(train_job(o, 1, d.kind), named=False)
+        train_eff = (framework_efficiency(d, fw), fw.describe())
         inp = PlanInputs(gpus, tokens, ServeLoad(prompt_len, output_len, rate, slo_ttft,
                                                    slo_tpot))
         table_ = load_prices(None)
@@ -61,5 +78,6 @@ def register(app: typer.Typer) -> None:
             return table_.usd(dev.name, "on_demand") or dev.cloud_usd_per_hour
 
         r = build_plan(m, d, base, inp, goal.value, list(device_catalog()), price,
-                       (model, name), train_price(d, None, None))
+                       (model, name), train_price(d, None, None), serve_price(d.name),
+                       train_eff)
         emit(r, as_json, lambda con: render_plan(con, r, render))

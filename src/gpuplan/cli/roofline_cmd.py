@@ -10,9 +10,13 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, positions, precision
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import MAX_BATCH, MAX_SEQ, MAX_TOP
 
 
 def _ridge(x: float) -> str:
@@ -78,11 +82,14 @@ def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any
 def register(app: typer.Typer) -> None:
     @app.command()
     def roofline(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
-        batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
-        seq_len: Annotated[int, typer.Option(
-            "--seq-len", "-s", min=1, help="tokens per sequence (decode: cached context)")] = 4096,
+        batch: Annotated[int, typer.Option("--batch", "-b", min=1, max=MAX_BATCH)] = 1,
+        seq_len: Annotated[int | None, typer.Option(
+            "--seq-len", "-s", min=1, max=MAX_SEQ,
+            help="tokens per sequence (decode: cached context; default 4096, or the model's "
+                 "positions if fewer)")] = None,
         phase: Annotated[PhaseChoice, typer.Option("--phase")] = PhaseChoice.train,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] = AttentionChoice.flash,
         dtype: Annotated[DtypeChoice, typer.Option("--dtype", help="compute dtype")] =
@@ -94,9 +101,11 @@ def register(app: typer.Typer) -> None:
             "--compare-attention", help="naive vs flash attention over sequence lengths")] = False,
         ideal: Annotated[bool, typer.Option(
             "--ideal", help="100% of datasheet peaks, no overheads (a pure bound)")] = False,
-        top: Annotated[int, typer.Option("--top", min=1, help="rows to print")] = 20,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_TOP, help="rows to print")] =
+        20,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline chart")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Each op's FLOPs, bytes, intensity and bound on the device; step time; fusion."""
@@ -105,7 +114,12 @@ def register(app: typer.Typer) -> None:
         from gpuplan.ops.transformer import Impl
         from gpuplan.specs.catalog import get_device, get_model
 
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, 4096)
+        positions(m, seq_len, "--seq-len")
+        precision(d, dtype.value, "--dtype")
         impl = Impl(attention=attention.value, dtype="bf16" if dtype.value == "fp8" else
                     dtype.value, matmul_dtype="fp8" if dtype.value == "fp8" else None)
         eff, prof = ideal_efficiency() if ideal else None, None
@@ -127,8 +141,9 @@ def register(app: typer.Typer) -> None:
                 r["ridge_source"] = "measured profile"
         sweep = None
         if compare_attention and phase.value != "decode":
-            lens = sorted({max(1, seq_len // 4), max(1, seq_len // 2), seq_len, seq_len * 2,
-                           seq_len * 4})
+            lens = sorted(n for n in {max(1, seq_len // 4), max(1, seq_len // 2), seq_len,
+                                      seq_len * 2, seq_len * 4}
+                          if n <= m.max_position_embeddings)  # no longer than its positions
             sweep = attention_sweep(m, d, batch, lens, impl, train=phase.value == "train")
             r["attention_comparison"] = sweep
         if plot is not None:
@@ -141,5 +156,9 @@ def register(app: typer.Typer) -> None:
                            f" on {d.name} (points: ops; size: share of step time)")
             r["plot"] = str(plot)
         emit(r, as_json, lambda con: _render(con, r, top, sweep))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "roofline", r, ctx, as_json)
         if plot is not None and not as_json:
             Console(stderr=True).print(f"roofline chart written to {plot}")

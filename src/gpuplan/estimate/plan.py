@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.estimate.efficiency import Efficiency
 from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.memory import TrainConfig, train_memory
 from gpuplan.estimate.plan_defaults import (
@@ -58,14 +59,18 @@ def train_tokens(m: ModelSpec, tokens: float | None) -> float:
 
 
 def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs,
-               price: dict[str, Any]) -> TrainResult:
+               price: dict[str, Any], eff: Efficiency | None = None,
+               framework: dict[str, Any] | None = None) -> TrainResult:
     """The best searched layout of `inp.gpus` x `d`, timed and costed (at `price`, `train`'s
     rate and source) as `gpuplan train` does; the base job (not fitting) when none fits."""
     cluster = default_cluster(d, inp.gpus)
-    res = search(m, cluster, base, top=1)
+    res = search(m, cluster, base, top=1, efficiency=eff)
     cfg = res.ranked[0][0] if res.ranked else replace(base, dp=inp.gpus)
-    return estimate_train(m, cluster, cfg, train_tokens(m, inp.tokens),
-                          price["usd_per_gpu_hour"], price=price)
+    out = estimate_train(m, cluster, cfg, train_tokens(m, inp.tokens),
+                         price["usd_per_gpu_hour"], efficiency=eff, price=price)
+    if framework is not None:
+        out.extra_assumptions["framework"] = framework
+    return out
 
 
 def train_args(r: TrainResult, gpus: int, tokens: float) -> list[str]:
@@ -85,10 +90,11 @@ def train_args(r: TrainResult, gpus: int, tokens: float) -> list[str]:
     return args
 
 
-def plan_serve(m: ModelSpec, d: Device, inp: PlanInputs, price: float | None
+def plan_serve(m: ModelSpec, d: Device, inp: PlanInputs, price: float | None,
+               serve_price: tuple[float | None, str | None] = (None, None)
                ) -> tuple[dict[str, Any], ServeOption]:
-    """The smallest TP of `d` whose screen meets the SLO, then `gpuplan serve --rate` on it,
-    costed at `price` (passed to serve as --usd-per-gpu-hour: the page's one price basis)."""
+    """The smallest TP of `d` whose screen meets the SLO (screened at `price`), then
+    `gpuplan serve --rate` on it, costed as serve costs it: `serve_price` = (rate, source)."""
     opt = best_for_device(m, d, inp.load, price, smallest_tp_only=True)
     cfg = ServeConfig(tp=opt.tp)
     ctx = {"m": m, "d": d, "cfg": cfg, "sm": step_model(m, d, cfg)}
@@ -96,7 +102,7 @@ def plan_serve(m: ModelSpec, d: Device, inp: PlanInputs, price: float | None
     r = run_sim(ctx, str(ld.prompt), str(ld.output), False, ld.rate, inp.requests, "continuous",
                 False, inp.seed, None, ld.slo_ttft_s, ld.slo_tpot_s, MAX_BATCH, MAX_TOKENS,
                 BLOCK_SIZE, 0.90, False)
-    add_cost(r, ctx, price, None)
+    add_cost(r, ctx, serve_price[0], None, serve_price[1])
     return {"model": m.name, "device": d.name, **r}, opt
 
 
@@ -105,9 +111,7 @@ def serve_args(r: dict[str, Any], inp: PlanInputs) -> list[str]:
     return ["--tp", str(r["tp"]), "--prompt-len", str(ld.prompt), "--output-len",
             str(ld.output), "--rate", repr(ld.rate), "--requests", str(inp.requests),
             "--seed", str(inp.seed), "--slo-ttft", repr(ld.slo_ttft_s),
-            "--slo-tpot", repr(ld.slo_tpot_s)] + (
-        ["--usd-per-gpu-hour", repr(r["cost"]["usd_per_gpu_hour"])]
-        if r["cost"].get("price_source") == "--usd-per-gpu-hour" else [])
+            "--slo-tpot", repr(ld.slo_tpot_s)]
 
 
 def screen_job(base: TrainConfig, gpus: int, recompute: str) -> TrainConfig:
@@ -221,7 +225,10 @@ def serve_advice(s: dict[str, Any], opt: ServeOption, rows: list[dict[str, Any]]
 
 def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal: str,
                devices: list[Device], price: Price, names: tuple[str, str],
-               train_price: dict[str, Any]) -> dict[str, Any]:
+               train_price: dict[str, Any],
+               serve_price: tuple[float | None, str | None] = (None, None),
+               train_eff: tuple[Efficiency | None, dict[str, Any] | None] = (None, None)
+               ) -> dict[str, Any]:
     """The JSON of `gpuplan plan`; `names` = (model, device) as the user typed them, for the
     `commands` that re-run train and serve on the plan's choices; `train_price` = the rate
     `gpuplan train` costs the run at; `price` the options' rate per device."""
@@ -234,13 +241,13 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
     rows = options(m, devices, base, inp, price, goal)
     advice: list[str] = []
     if goal in ("train", "both"):
-        tr = plan_train(m, d, base, inp, train_price)
+        tr = plan_train(m, d, base, inp, train_price, *train_eff)
         out["train"] = tr.to_json()
         cmds["train"] = head.format("train") + " ".join(train_args(tr, inp.gpus,
                                                                     train_tokens(m, inp.tokens)))
         advice += train_advice(out["train"], rows)
     if goal in ("serve", "both"):
-        sv, opt = plan_serve(m, d, inp, price(d))
+        sv, opt = plan_serve(m, d, inp, price(d), serve_price)
         out["serve"] = sv
         cmds["serve"] = head.format("serve") + " ".join(serve_args(sv, inp))
         advice += serve_advice(sv, opt, rows)
@@ -265,5 +272,5 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
                          "meeting the SLO (no queueing); GPUs for the rate; $/M output tokens "
                          "at the rate",
         "prices": "on-demand price basis per GPU-hour, else the device file's cloud price "
-                  "(train's rule); serve is given the same rate (--usd-per-gpu-hour)"}
+                  "(train's and serve's rule)"}
     return out

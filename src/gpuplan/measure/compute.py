@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.errors import GpuplanError
 from gpuplan.measure.timing import Clock, Stats, cache_flusher, measure, poison, random_tensor, was_written
 
 CPU_DTYPES = ("fp32", "fp64", "bf16", "int8")
@@ -68,6 +69,16 @@ class DtypeResult:
     skipped: str | None = None
     """why the dtype was not measured"""
     skipped_sizes: list[str] = field(default_factory=list)
+    repeats: dict[str, Any] | None = None
+    """the best size re-measured in rounds (measure.stability): rate, spread, stable flag"""
+
+    @property
+    def sustained(self) -> float | None:
+        """The dtype's rate: the best size's best round when it was repeated."""
+        if self.repeats is not None:
+            return float(self.repeats["best_round_flops_per_s"])
+        b = self.best
+        return b.stats.rate(b.flops) if b is not None else None
 
     @property
     def best(self) -> MatmulPoint | None:
@@ -77,9 +88,12 @@ class DtypeResult:
         b = self.best
         if b is None:
             return {"skipped": self.skipped or "no size measured"}
-        return {"sustained_flops_per_s": b.stats.rate(b.flops),
+        return {"sustained_flops_per_s": self.sustained,
                 "best_flops_per_s": b.stats.rate(b.flops, "best"),
-                "statistic": "median at the best size (best_flops_per_s: best sample)",
+                "statistic": ("best size, re-measured in rounds: the best round's median "
+                              "(see repeats)" if self.repeats else
+                              "median at the best size (best_flops_per_s: best sample)"),
+                "repeats": self.repeats,
                 "best_size": {"m": b.m, "n": b.n, "k": b.k}, "n": b.stats.n,
                 "sizes": [p.to_json() for p in self.points],
                 "skipped_sizes": self.skipped_sizes}
@@ -168,9 +182,29 @@ def _time_one(dtype: str, device: str, clock: Clock, m: int, n: int, k: int, cac
     return st
 
 
+def _confirm(res: DtypeResult, dtype: str, device: str, clock: Clock, cache_bytes: int,
+             flush: Callable[[], None], budget_s: float, rounds: int) -> dict[str, Any]:
+    """Re-measure the best size in separate rounds until they agree (measure.stability)."""
+    from gpuplan.measure.stability import REL_TOL, repeated
+
+    b = res.best
+    assert b is not None
+    sets = max(1, min(4, math.ceil(2 * cache_bytes / ((b.m * b.k + b.k * b.n) * 4))))
+    fn, out = _kernel(dtype, device, b.m, b.n, b.k, sets)
+
+    def setup() -> None:
+        poison(out)
+        flush()
+
+    r = repeated(fn, clock, b.flops, rounds=rounds, budget_s=budget_s, setup=setup)
+    if not was_written(out):
+        raise RuntimeError(f"matmul {dtype} {b.m}x{b.n}x{b.k}: output not written")
+    return {**r.to_json(rounds, REL_TOL), "size": {"m": b.m, "n": b.n, "k": b.k}}
+
+
 def measure_dtype(dtype: str, device: str, clock: Clock, sizes: list[tuple[int, int, int]],
                   cache_bytes: int, per_call_cap_s: float, budget_s: float,
-                  progress: Progress | None = None) -> DtypeResult:
+                  progress: Progress | None = None, confirm_rounds: int = 3) -> DtypeResult:
     """Sweep `sizes` (by FLOPs, ascending); skip a size whose predicted call time exceeds
     `per_call_cap_s` (CPU bf16 without a bf16 unit runs at a few GFLOP/s)."""
     import torch
@@ -203,18 +237,31 @@ def measure_dtype(dtype: str, device: str, clock: Clock, sizes: list[tuple[int, 
             p = MatmulPoint(m, n, k, st)
             res.points.append(p)
             rate = max(p.stats.rate(p.flops), 1.0) if m == n == k else rate
+        if res.points and confirm_rounds:
+            res.repeats = _confirm(res, dtype, device, clock, cache_bytes, flush, budget_s,
+                                   confirm_rounds)
     finally:
         torch.set_float32_matmul_precision(prev)
     return res
 
 
+def matmul_bytes(m: int, n: int, k: int) -> int:
+    """Upper bound of what one timed shape allocates: up to 4 fp32 sets of A, B and C."""
+    return 4 * 4 * (m * k + k * n + m * n)
+
+
 def measure_matmul(device: str, clock: Clock, cache_bytes: int, quick: bool,
                    dtypes: tuple[str, ...] | None = None,
-                   progress: Progress | None = None) -> dict[str, DtypeResult]:
+                   progress: Progress | None = None,
+                   max_bytes: int | None = None) -> dict[str, DtypeResult]:
+    """Every dtype over `shapes`, leaving out shapes that would allocate more than max_bytes."""
     dts = dtypes or (CPU_DTYPES if device == "cpu" else CUDA_DTYPES)
     cap = (0.25 if quick else 2.0) if device == "cpu" else (0.1 if quick else 0.5)
     budget = (0.25 if quick else 1.0) if device == "cpu" else (0.1 if quick else 0.3)
-    sz = shapes(device, quick)
+    sz = [s for s in shapes(device, quick) if max_bytes is None or matmul_bytes(*s) <= max_bytes]
+    if not sz:
+        raise GpuplanError(f"bench matmul: even a 64x64 matmul exceeds the memory budget of "
+                           f"{max_bytes} bytes; free memory or raise --memory-fraction")
     return {dt: measure_dtype(dt, device, clock, sz, cache_bytes, cap, budget, progress)
             for dt in dts}
 
@@ -223,7 +270,7 @@ def flops_by_dtype(results: dict[str, DtypeResult]) -> dict[str, float]:
     """The contract's `matmul_flops_per_s`: sustained rate per measured dtype."""
     out = {}
     for dt, r in results.items():
-        b = r.best
-        if b is not None:
-            out[dt] = b.stats.rate(b.flops)
+        rate = r.sustained
+        if rate is not None:
+            out[dt] = rate
     return out

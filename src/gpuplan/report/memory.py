@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from gpuplan import units
+from gpuplan.report.files import write_atomic
 from gpuplan.report.output import table
 
 
@@ -102,5 +103,5 @@ def bar_chart(r: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{r['model']} {r['mode']} on {r['device']}", fontsize=9)
     ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     fig.tight_layout()
-    fig.savefig(path)
+    write_atomic("--plot", path, fig.savefig)
     plt.close(fig)
