@@ -49,7 +49,9 @@ def parts() -> list[tuple[str, float, float]]:
     lap("imports")
     m, d = get_model("llama-3-8b"), get_device("h100")
     devs = list(device_catalog())
-    base = train_job(dict(DEFAULTS), 1, d.kind)
+    o = dict(DEFAULTS)
+    o["seq_len"] = 4096  # train's default (guards.default_len) for llama-3-8b
+    base = train_job(o, 1, d.kind)
     inp = p.PlanInputs(8, None, ServeLoad(512, 256, 2.0, 2.0, 0.2))
     lap("catalog")
     p.plan_train(m, d, base, inp, {"usd_per_gpu_hour": d.cloud_usd_per_hour})
