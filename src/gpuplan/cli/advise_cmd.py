@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,8 +14,9 @@ from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.cost_cmd import PricesOpt
 from gpuplan.cli.guards import finite
 from gpuplan.cli.job_opts import DEFAULTS, GlobalBatchOpt, SeqLenOpt
+from gpuplan.estimate import plan_defaults as pd
 from gpuplan.report.output import emit, table
-from gpuplan.specs.limits import MAX_DIM, MAX_TOKENS, MAX_TOP
+from gpuplan.specs.limits import MAX_DIM, MAX_SEQ, MAX_TOKENS, MAX_TOP
 
 
 class GoalChoice(str, Enum):
@@ -22,6 +24,7 @@ class GoalChoice(str, Enum):
     finetune = "finetune"
     lora = "lora"
     qlora = "qlora"
+    serve = "serve"
 
 
 def _render(con: Console, r: dict[str, Any], top: int) -> None:
@@ -45,6 +48,24 @@ def _render(con: Console, r: dict[str, Any], top: int) -> None:
     con.print(t)
 
 
+def _serve(model: str, rate: float, prompt: int, output: int, slo_ttft: float, slo_tpot: float,
+           quantized: bool, top: int, prices: Path | None, as_json: bool) -> None:
+    """`--goal serve`: devices and TP by $ per million output tokens meeting the SLO."""
+    from gpuplan.estimate.serve_rank import ServeLoad, advise_serve
+    from gpuplan.report.advise_serve import render_serve_advice
+    from gpuplan.specs.catalog import device_catalog, get_model
+    from gpuplan.specs.prices import load_prices
+
+    m = get_model(model)
+    table_ = load_prices(prices)
+    r = advise_serve(m, list(device_catalog()), ServeLoad(prompt, output, rate, slo_ttft,
+                                                          slo_tpot),
+                     lambda d: table_.usd(d.name, "on_demand"), quantized)
+    r["price_basis"] = table_.sources()
+    r["user_prices"] = table_.user_file
+    emit(r, as_json, lambda con: render_serve_advice(con, r, top))
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def advise(
@@ -64,10 +85,30 @@ def register(app: typer.Typer) -> None:
         lora_rank: Annotated[int, typer.Option("--lora-rank", min=1, max=MAX_DIM)] = 16,
         top: Annotated[int, typer.Option(
             "--top", min=1, max=MAX_TOP, help="rows in the table")] = 10,
+        rate: Annotated[float, typer.Option(
+            "--rate", callback=finite(0.001, 1e9, unit=" requests/s"),
+            rich_help_panel="serve goal", help="requests per second")] = pd.CHAT_RATE,
+        prompt_len: Annotated[int, typer.Option(
+            "--prompt-len", min=1, max=MAX_SEQ, rich_help_panel="serve goal")] = pd.CHAT_PROMPT,
+        output_len: Annotated[int, typer.Option(
+            "--output-len", min=1, max=MAX_SEQ, rich_help_panel="serve goal")] = pd.CHAT_OUTPUT,
+        slo_ttft: Annotated[float, typer.Option(
+            "--slo-ttft", callback=finite(0.0, 1e6, lo_open=True, unit=" s"),
+            rich_help_panel="serve goal", help="seconds")] = pd.SLO_TTFT_S,
+        slo_tpot: Annotated[float, typer.Option(
+            "--slo-tpot", callback=finite(0.0, 1e6, lo_open=True, unit=" s"),
+            rich_help_panel="serve goal", help="seconds")] = pd.SLO_TPOT_S,
+        quantized: Annotated[bool, typer.Option(
+            "--quantized", rich_help_panel="serve goal",
+            help="also try fp8 weights (where native) and int4 weight-only")] = False,
         prices: PricesOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Rank devices and cluster sizes by the cost to meet a goal, with the reason for each."""
+        if goal is GoalChoice.serve:
+            _serve(model, rate, prompt_len, output_len, slo_ttft, slo_tpot, quantized, top,
+                   prices, as_json)
+            return
         from gpuplan.estimate.advise import advise as rank
         from gpuplan.estimate.advise import make_goal
         from gpuplan.specs.catalog import device_catalog, get_model

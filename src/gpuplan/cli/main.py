@@ -59,12 +59,14 @@ def _register() -> None:
         cost_cmd,
         flops_cmd,
         memory_cmd,
+        plan_cmd,
         roofline_cmd,
         serve_cmd,
         train_cmd,
         web_cmd,
     )
 
+    plan_cmd.register(app)
     catalog_cmds.register(app)
     flops_cmd.register(app)
     roofline_cmd.register(app)

@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
             help="share of the free memory given to the KV cache")] = 0.90,
         usd_per_gpu_hour: Annotated[float | None, typer.Option(
             "--usd-per-gpu-hour", callback=finite(0.0, MAX_USD_PER_GPU_HOUR),
-            help="default: the catalog's cloud price")] = None,
+            help="default: the on-demand price basis (gpuplan cost)")] = None,
         api_prices: Annotated[Path | None, typer.Option(
             "--api-prices", help="TOML table of API prices (default: the built-in one)")] = None,
         curve: Annotated[bool, typer.Option(
@@ -139,10 +139,13 @@ def register(app: typer.Typer) -> None:
 
             r = run_latency(ctx, _int_len("--prompt-len", prompt_len),
                             _int_len("--output-len", output_len), batch, block_size)
+        from gpuplan.cli.cost_cmd import on_demand_price
         from gpuplan.estimate.serve_plan import add_cost
 
-        add_cost(r, ctx, usd_per_gpu_hour,
-                 _read(api_prices, "--api-prices") if api_prices else None)
+        price = on_demand_price(ctx["d"].name, usd_per_gpu_hour, None)  # same basis as train
+        add_cost(r, ctx, price["usd_per_gpu_hour"],
+                 _read(api_prices, "--api-prices") if api_prices else None,
+                 price["source"] + (f" ({price['as_of']})" if price.get("as_of") else ""))
         if prof is not None:
             r["assumptions"]["profile"] = prof
         if plot is not None:

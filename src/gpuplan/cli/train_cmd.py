@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -44,6 +45,7 @@ from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit
 from gpuplan.report.train import render_train
+from gpuplan.specs.device import Device
 from gpuplan.specs.limits import (
     MAX_GPUS,
     MAX_LINK_GB_PER_S,
@@ -52,6 +54,16 @@ from gpuplan.specs.limits import (
     MAX_USD_PER_GPU_HOUR,
 )
 from gpuplan.specs.workload import TrainConfig
+
+
+def train_price(d: Device, flag: float | None, prices: Path | None) -> dict[str, Any]:
+    """The rate a run is costed at: the flag, the price basis, else the device file's price."""
+    price = on_demand_price(d.name, flag, prices)
+    if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+        price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                 "source": "not on the price basis: the device file's cloud price ("
+                           + d.provenance["cloud_usd_per_hour"].source + ")"}
+    return price
 
 
 def register(app: typer.Typer) -> None:
@@ -156,11 +168,7 @@ def register(app: typer.Typer) -> None:
 
                 write(html, "train", found, ctx, as_json)
             return
-        price = on_demand_price(d.name, usd_per_hour, prices)
-        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
-            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
-                     "source": "not on the price basis: the device file's cloud price ("
-                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        price = train_price(d, usd_per_hour, prices)
         res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)

@@ -9,7 +9,7 @@ into one `Option` with its fit, time, cost and the reason it wins or fails. Trai
    screening numbers, marked as such.
 LoRA/QLoRA goals try 1, 2, 4, 8 GPUs (FSDP-sharded beyond one) with the memory model and
 `step_time` directly (the layout search models full training only).
-A serving goal plugs in the same way (a `serve` evaluator) once the serving estimator lands.
+The serving goal ranks by $ per million tokens instead (`estimate.serve_rank.advise_serve`).
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def make_goal(m: ModelSpec, kind: str, tokens: float | None = None, days: float 
               budget_usd: float | None = None, seq_len: int | None = None,
               global_batch: int | None = None, lora_rank: int = 16) -> Goal:
     if kind not in GOAL_DEFAULTS:
-        raise InputError("goal", kind, ", ".join(GOAL_DEFAULTS) + " (serve: with `gpuplan "
-                         "serve`, not yet in advise)")
+        raise InputError("goal", kind, ", ".join(GOAL_DEFAULTS) + " (serve: "
+                         "serve_rank.advise_serve)")
     d = GOAL_DEFAULTS[kind]
     toks = tokens if tokens is not None else d.get("tokens", 20.0 * m.params())
     return Goal(kind, toks, (days if days is not None else d["days"]) * DAY, budget_usd,

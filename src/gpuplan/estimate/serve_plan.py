@@ -137,11 +137,14 @@ def _curve(ctx: dict[str, Any], eng: Engine, prompt: str, output: str, requests:
 
 
 def add_cost(r: dict[str, Any], ctx: dict[str, Any], usd_per_gpu_hour: float | None,
-             api_text: str | None) -> None:
-    """$ per million tokens at the throughput reached, and the API comparison."""
+             api_text: str | None, price_source: str | None = None) -> None:
+    """$ per million tokens at the throughput reached, and the API comparison. The hourly
+    price is the caller's (the on-demand price basis, or the flag), else the device file's."""
     d: Device = ctx["d"]
     m: ModelSpec = ctx["m"]
     price = usd_per_gpu_hour or d.cloud_usd_per_hour
+    if not usd_per_gpu_hour or price_source is None:
+        price_source = f"not on the price basis: the device file's cloud price of {d.name}"
     if not price:
         r["cost_per_million_tokens_usd"] = None
         r["cost"] = {"note": f"no hourly price for {d.name} in the catalog: pass "
@@ -153,7 +156,6 @@ def add_cost(r: dict[str, Any], ctx: dict[str, Any], usd_per_gpu_hour: float | N
     mean_p = r["input_tokens_per_s"] / r["requests_per_s"] if r["requests_per_s"] else 0.0
     mean_o = r["output_tokens_per_s"] / r["requests_per_s"] if r["requests_per_s"] else 0.0
     r["cost"] = {**cost, "usd_per_gpu_hour": price,
-                 "price_source": "--usd-per-gpu-hour" if usd_per_gpu_hour else
-                 f"catalog cloud price of {d.name}",
+                 "price_source": price_source,
                  "api": api_comparison(prices, m.name, float(cost["usd_per_hour"] or 0),
                                        mean_p, mean_o, float(r["requests_per_s"]))}

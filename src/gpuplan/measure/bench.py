@@ -123,37 +123,53 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             step()
         if "attention" in sections:
             r["attention"] = fusion.measure_attention(device, clock, spec, eff, quick, progress)
-            a = r["attention"]
-            if "time_s" in a["sdpa"]:  # fused attention's rate: QKᵀ and PV, 2 x 2·b·h·s²·d
-                sh = a["shape"]
-                work = 4.0 * sh["batch"] * sh["heads"] * sh["seq"] ** 2 * sh["head_dim"]
-                r["attention_flops_per_s"] = work / a["sdpa"]["time_s"]
+            rate = attention_rate(r["attention"])
+            if rate is not None:
+                r["attention_flops_per_s"] = rate
             step()
     if "collectives" in sections:
         from gpuplan.measure import collectives as coll
 
         if progress:
             progress("collectives")
-        if coll.under_torchrun():
-            r["collectives"] = coll.run_torchrun(device, quick=quick)
-            r["collectives_launch"] = f"torchrun, world size {os.environ['WORLD_SIZE']}"
-        else:
-            n = nproc or (torch.cuda.device_count() if device == "cuda" else 2)
-            gpus = torch.cuda.device_count() if device == "cuda" else 0
-            safety.check_nproc(n, device, gpus, force)
-            # each rank holds ~5 buffers of the message size (input, output, expected, base)
-            per_rank = budget // (n if device == "cpu" else 1)
-            sizes = [s for s in coll.message_sizes(quick, device) if 5 * s <= per_rank]
-            safety.fit_buffer(5 * 4 * 2**10, n if device == "cpu" else 1, budget,
-                              5 * 4 * 2**10, f"bench collectives ({n} ranks)")
-            r["collectives"] = coll.run_local(n, device, quick=quick, sizes=sizes,
-                                              timeout_s=180.0 if quick else 900.0)
-            r["collectives_launch"] = f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"
+        r.update(_collectives(coll, device, quick, nproc, force, budget))
         step()
     ident["load_average_end"] = _load()
     r["unstable"] = unstable_measurements(r)
     r["runtime_s"] = time.perf_counter() - t0
     return r
+
+
+def attention_rate(a: dict[str, Any]) -> float | None:
+    """Fused attention's measured FLOP/s: QKᵀ and PV, 2 x 2·b·h·s²·d over the SDPA time."""
+    if "time_s" not in a["sdpa"]:
+        return None
+    sh = a["shape"]
+    work = 4.0 * sh["batch"] * sh["heads"] * sh["seq"] ** 2 * sh["head_dim"]
+    return float(work / a["sdpa"]["time_s"])
+
+
+def _collectives(coll: Any, device: str, quick: bool, nproc: int | None, force: bool,
+                 budget: int) -> dict[str, Any]:
+    """The collectives section: under torchrun its ranks, else `nproc` local processes."""
+    from gpuplan.measure import safety
+    from gpuplan.measure.machine import torch_module
+
+    torch = torch_module()
+    if coll.under_torchrun():
+        return {"collectives": coll.run_torchrun(device, quick=quick),
+                "collectives_launch": f"torchrun, world size {os.environ['WORLD_SIZE']}"}
+    n = nproc or (torch.cuda.device_count() if device == "cuda" else 2)
+    gpus = torch.cuda.device_count() if device == "cuda" else 0
+    safety.check_nproc(n, device, gpus, force)
+    # each rank holds ~5 buffers of the message size (input, output, expected, base)
+    per_rank = budget // (n if device == "cpu" else 1)
+    sizes = [s for s in coll.message_sizes(quick, device) if 5 * s <= per_rank]
+    safety.fit_buffer(5 * 4 * 2**10, n if device == "cpu" else 1, budget,
+                      5 * 4 * 2**10, f"bench collectives ({n} ranks)")
+    return {"collectives": coll.run_local(n, device, quick=quick, sizes=sizes,
+                                          timeout_s=180.0 if quick else 900.0),
+            "collectives_launch": f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"}
 
 
 def unstable_measurements(r: dict[str, Any]) -> list[dict[str, Any]]:

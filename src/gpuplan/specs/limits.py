@@ -96,13 +96,12 @@ def check_model_record(values: Mapping[str, Any]) -> None:
 
 def check_positions(tokens: int, max_positions: int, model: str, field: str = "--seq-len",
                     position: str = "rope") -> None:
-    """A sequence no longer than the model's positions (learned embeddings have no row beyond;
-    RoPE models were not trained beyond and need a scaled config)."""
-    if tokens > max_positions:
-        how = ("its learned position table has no more rows" if position == "learned" else
-               "pass a config.json with a larger max_position_embeddings (RoPE scaling) to plan "
-               "beyond it")
-        raise InputError(field, tokens, f"at most {model}'s {max_positions:,} positions ({how})")
+    """A sequence no longer than a learned position table (it has no row beyond). RoPE has no
+    table: a longer sequence is a quality question (context extension, RoPE scaling), not one of
+    memory or time, so it is planned as asked."""
+    if tokens > max_positions and position == "learned":
+        raise InputError(field, tokens, f"at most {model}'s {max_positions:,} positions (its "
+                         "learned position table has no more rows)")
 
 
 def check_tp_heads(tp: int, heads: int, kv_heads: int, field: str = "--tp") -> None:

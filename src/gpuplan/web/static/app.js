@@ -77,6 +77,15 @@ function fmtKey(k, v) {
   return sig(v);
 }
 
+function noteIn(box, text) {
+  box.innerHTML = "";
+  const p = document.createElement("p");
+  p.className = "note";
+  p.textContent = text;
+  box.append(p);
+  box.hidden = false;
+}
+
 function showOther(box, result, charts, keys) {
   const rows = keys.map((k) => [k, k.split(".").reduce((o, p) => (o == null ? o : o[p]), result)])
     .filter(([, v]) => v !== undefined && v !== null);
@@ -121,6 +130,10 @@ async function update() {
   const errors = [];
   names.forEach((n, k) => {
     const a = answers[k];
+    if (a.status === "rejected" && (n === "serve" || n === "cost")) {  // a side box says why
+      noteIn($(`chart-${n}`), `${n}: ${a.reason.message}`);
+      return;
+    }
     if (a.status === "rejected") { errors.push(`${n}: ${a.reason.message}`); return; }
     const {result, charts} = a.value;
     if (n === "memory") { showMemory(result); show($("chart-memory"), charts); }
