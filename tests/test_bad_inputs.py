@@ -40,6 +40,7 @@ BASE = {
     "advise": ["advise", "gpt2"],
     "lora": ["memory", "gpt2", "--finetune", "lora"],
     "qlora": ["train", "gpt2", "--gpus", "8", "--finetune", "qlora"],
+    "plan": ["plan", "gpt2"],
 }
 INT_OPTIONS = {
     "memory": ["--micro-batch", "--seq-len", "--global-batch", "--dp", "--tp", "--pp", "--cp",
@@ -52,7 +53,8 @@ INT_OPTIONS = {
     "serve": ["--batch", "--tp", "--block-size"],
     "sim": ["--requests", "--max-batch", "--max-tokens", "--seed"],
     "cost": ["--gpus"],
-    "advise": ["--lora-rank", "--top"],
+    "advise": ["--lora-rank", "--top", "--prompt-len", "--output-len"],
+    "plan": ["--gpus", "--prompt-len", "--output-len"],
     "lora": ["--lora-rank"],
     "qlora": ["--lora-rank"],
 }
@@ -68,7 +70,8 @@ FLOAT_OPTIONS = {
              "--server-usd-per-gpu", "--network-usd-per-gpu", "--facility-usd-per-kw-month",
              "--maintenance-share", "--staff-usd-per-gpu-year", "--useful-life-years",
              "--board-power-w"],
-    "advise": ["--tokens", "--budget", "--deadline"],
+    "advise": ["--tokens", "--budget", "--deadline", "--rate", "--slo-ttft", "--slo-tpot"],
+    "plan": ["--tokens", "--rate", "--slo-ttft", "--slo-tpot"],
 }
 BAD_FLOATS = ["inf", "-inf", "nan", "1e308", "1e400", "-1", "", "abc", HUGE + "e5"]
 CHOICE_OPTIONS = {
@@ -81,6 +84,7 @@ CHOICE_OPTIONS = {
     "advise": {"--goal": "win"},
     "lora": {"--finetune": "dora", "--lora-targets": "q_proj,zz_proj"},
     "qlora": {"--lora-targets": ""},
+    "plan": {"--goal": "all"},
 }
 BAD_NAMES = ["", " ", "x" * 300, LONG, "gpt2\x07", "\x1b[31mred", "../../etc/passwd", "/dev/zero",
              "/dev/null", "/etc", "missing.json", "~nosuchuser9/config.json", "ģρτ2", "a\x00b"]

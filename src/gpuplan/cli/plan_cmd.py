@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import finite
 from gpuplan.estimate import plan_defaults as p
 from gpuplan.report.output import emit
+from gpuplan.specs.limits import MAX_GPUS, MAX_SEQ, MAX_TOKENS
 
 
 class PlanGoal(str, Enum):
@@ -34,17 +36,20 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[str | None, typer.Option(
             "--gpu", "-g", help=f"device name or .toml (default {p.DEFAULT_GPU})")] = None,
         gpus: Annotated[int, typer.Option(
-            "--gpus", "-n", min=1, help="training GPUs")] = p.DEFAULT_GPUS,
+            "--gpus", "-n", min=1, max=MAX_GPUS, help="training GPUs")] = p.DEFAULT_GPUS,
         goal: Annotated[PlanGoal, typer.Option("--goal")] = PlanGoal.both,
         tokens: Annotated[float | None, typer.Option(
-            "--tokens", min=1, help="training tokens (default: 20 per parameter)")] = None,
+            "--tokens", callback=finite(1, MAX_TOKENS),
+            help="training tokens (default: 20 per parameter)")] = None,
         rate: Annotated[float, typer.Option(
-            "--rate", min=0.001, help="serving load, requests per second")] = p.CHAT_RATE,
-        prompt_len: Annotated[int, typer.Option("--prompt-len", min=1)] = p.CHAT_PROMPT,
-        output_len: Annotated[int, typer.Option("--output-len", min=1)] = p.CHAT_OUTPUT,
-        slo_ttft: Annotated[float, typer.Option("--slo-ttft", min=0.0, help="seconds")] =
+            "--rate", callback=finite(0.001, 1e9), help="serving load, requests per second")] = p.CHAT_RATE,
+        prompt_len: Annotated[int, typer.Option("--prompt-len", min=1, max=MAX_SEQ)] = p.CHAT_PROMPT,
+        output_len: Annotated[int, typer.Option("--output-len", min=1, max=MAX_SEQ)] = p.CHAT_OUTPUT,
+        slo_ttft: Annotated[float, typer.Option(
+            "--slo-ttft", callback=finite(0.0, 1e6, lo_open=True), help="seconds")] =
         p.SLO_TTFT_S,
-        slo_tpot: Annotated[float, typer.Option("--slo-tpot", min=0.0, help="seconds")] =
+        slo_tpot: Annotated[float, typer.Option(
+            "--slo-tpot", callback=finite(0.0, 1e6, lo_open=True), help="seconds")] =
         p.SLO_TPOT_S,
         as_json: JsonOpt = False,
     ) -> None:
