@@ -38,6 +38,20 @@ INT_OPTS = {
 }
 FLOAT_OPTS = {"memory": ["--cuda-context-gb", "--fragmentation"],
               "train": ["--tokens", "--usd-per-gpu-hour", "--scale-up-gbps"]}
+NEW_INT = {  # the commands that landed with serving and cost (issue 15, second pass)
+    "serve": ["--batch", "--tp", "--requests", "--max-batch", "--max-tokens", "--block-size"],
+    "advise": ["--lora-rank", "--top", "--prompt-len"],
+    "plan": ["--gpus", "--prompt-len", "--output-len"],
+}
+NEW_FLOAT = {
+    "serve": ["--rate", "--slo-ttft", "--slo-tpot", "--kv-fraction", "--usd-per-gpu-hour"],
+    "cost": ["--years", "--utilization", "--pue", "--usd-per-kwh", "--rent-usd-per-gpu-hour",
+             "--board-power-w", "--maintenance-share", "--useful-life-years"],
+    "advise": ["--tokens", "--budget", "--deadline", "--rate"],
+    "plan": ["--tokens", "--rate", "--slo-ttft"],
+}
+BAD_DIST = ["lognormal:9e307:3", "uniform:0:0", "normal:-5:1", "exponential:1e30", "gamma:2:2",
+            "uniform:1:2:3", "lognormal:100:99", "normal:1e8:1", ":", "uniform:" + "8" * 4000]
 BAD_INT = ["-7", "0", "3.5", "0x10", "1e9999", "-0", " ", "NaN", "+inf", "9" * 4400,
            "2" * 25, "½", "1,024", "--", "\t", "null"]
 BAD_FLOAT = ["+inf", "-nan", "1e309", "-1e-300", "Infinity", "0x1p3", "1/2", "∞", "e", "."]
@@ -66,7 +80,50 @@ def _random_file(rng: random.Random, folder: str) -> str:
 
 
 def draw(rng: random.Random, folder: str) -> tuple[list[str], str, bool]:
-    """(argv, field to be named, valid?)"""
+    """(argv, field to be named, valid?): half from the first pass's commands, half from
+    serve, cost, advise and plan."""
+    return _draw_old(rng, folder) if rng.random() < 0.5 else _draw_new(rng, folder)
+
+
+def _base(rng: random.Random, cmd: str) -> list[str]:
+    if cmd == "cost":
+        return ["cost", rng.choice(DEVICES[:5])]
+    return [cmd, rng.choice(["llama-2-7b", "qwen2.5-7b", "phi-3-mini"])]
+
+
+def _draw_new(rng: random.Random, folder: str) -> tuple[list[str], str, bool]:
+    roll = rng.random()
+    if roll < 0.3:
+        cmd = rng.choice(list(NEW_INT))
+        opt = rng.choice(NEW_INT[cmd])
+        return [*_base(rng, cmd), opt, rng.choice(BAD_INT)], opt, False
+    if roll < 0.6:
+        cmd = rng.choice(list(NEW_FLOAT))
+        opt = rng.choice(NEW_FLOAT[cmd])
+        extra = ["--requests", "8"] if cmd == "serve" and opt != "--rate" else []
+        return [*_base(rng, cmd), *extra, opt, rng.choice(BAD_FLOAT)], opt, False
+    if roll < 0.7:
+        opt = rng.choice(["--prompt-len", "--output-len"])
+        return (["serve", "phi-3-mini", "--rate", "3", "--requests", "8", opt,
+                 rng.choice(BAD_DIST)], opt.split("-")[2], False)
+    if roll < 0.85:
+        path = _random_file(rng, folder)
+        opt = rng.choice(["--trace", "--api-prices", "--prices"])
+        argv = (["cost", "h100", opt, path] if opt == "--prices" else
+                ["serve", "phi-3-mini", opt, path])
+        return argv, "", False
+    pick = rng.choice([
+        ["serve", rng.choice(MODELS[:3]), "--rate", rng.choice(["0.001", "1e9"]), "--requests",
+         str(rng.choice([1, 50])), "--prompt-len", "uniform:1:2000", "--seed", "4294967296"],
+        ["serve", rng.choice(MODELS[:3]), "--max-throughput", "--requests", "30"],
+        ["cost", rng.choice(DEVICES[:2]), "--utilization", rng.choice(["0", "1"]), "--years",
+         rng.choice(["0.01", "20"]), "--gpus", rng.choice(["1", "1000000"])],
+        ["advise", rng.choice(MODELS[:3]), "--goal", rng.choice(["pretrain", "finetune"])],
+    ])
+    return pick, "", True
+
+
+def _draw_old(rng: random.Random, folder: str) -> tuple[list[str], str, bool]:
     roll = rng.random()
     if roll < 0.45:
         cmd = rng.choice(list(INT_OPTS))
