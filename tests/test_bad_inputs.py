@@ -585,6 +585,7 @@ API_FILES: dict[str, str | bytes] = {
     "missing": "[[api]]\nname = \"x\"\n", "unknown-key": "[[api]]\n" + API_ENTRY
     + "input_usd_per_mtok = 1\nbonus = 2\n", "api-int": "api = 5\n", "api-list": "api = [1, 2]\n",
     "binary": bytes(range(256)) * 8, "deep": "x = " + "[" * 5000 + "]" * 5000 + "\n",
+    "other-table": 'name = "x"\n[values]\nmemory = 1\n',
 }
 
 

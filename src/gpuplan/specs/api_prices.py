@@ -28,6 +28,10 @@ def parse_api_prices(text: str, where: str = "api prices") -> list[ApiPrice]:
 
     data = parse_toml(text, where)
     out = []
+    extra = sorted(set(data) - {"api"})
+    if extra:
+        raise GpuplanError(f"{where}: unknown key(s) {', '.join(extra)[:80]}; expected only "
+                           "[[api]] entries")
     entries = data.get("api", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise GpuplanError(f"{where}: `api` must be an array of tables ([[api]] entries)")
