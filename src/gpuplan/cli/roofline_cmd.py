@@ -12,7 +12,7 @@ from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
-from gpuplan.report.output import emit, table
+from gpuplan.report.output import column_scale, emit, num, table
 
 
 def _ridge(x: float) -> str:
@@ -22,23 +22,30 @@ def _ridge(x: float) -> str:
 def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any]] | None) -> None:
     eff = r["assumptions"]["efficiency"]
     ctx = "context" if r["phase"] == "decode" else "seq"
+    shown = r["ops"][:top]
+    fl_u, fl_s = column_scale([o["flops"] for o in shown], "FLOP")
+    by_u, by_s = column_scale([o["bytes"] for o in shown], "B")
+    tm_u, tm_s = column_scale([o["time_s"] for o in shown], "s")
     t = table(
         f"{r['model']} {r['phase']} on {r['device']}: batch {r['batch']}, {ctx} {r['seq_len']}, "
         f"{r['dtype']}, {r['attention']} attention{' (fused)' if r['fused'] else ''}",
-        [("op", "left"), ("kind", "left"), ("x", "right"), ("FLOPs", "right"),
-         ("bytes", "right"), ("FLOP/B", "right"), ("bound", "left"), ("time", "right"),
+        [("op", "left"), ("kind", "left"), ("x", "right"), (fl_u, "right"),
+         (by_u, "right"), ("FLOP/B", "right"), ("bound", "left"), (tm_u, "right"),
          ("share", "right")],
-        caption=(f"ridge point {_ridge(r['ridge_flops_per_byte'])} FLOP/B ({r['dtype']}, "
+        caption=(f"x = how many times the op runs per step (the layer count for `layers.` ops); "
+                 f"{fl_u}, {by_u} and {tm_u} are totals over the x runs; FLOP/B = arithmetic "
+                 f"intensity; share = of step time. "
+                 f"Ridge point {_ridge(r['ridge_flops_per_byte'])} FLOP/B ({r['dtype']}, "
                  f"{r.get('ridge_source', 'datasheet')}). "
                  f"Assumed: {eff['source']}; {eff['kernel_overhead_s'] * 1e6:.0f} µs per kernel."))
-    for o in r["ops"][:top]:
-        t.add_row(o["name"], o["kind"], str(o["count"]), units.format_flops(o["flops"]),
-                  units.format_bytes(o["bytes"]), f"{o['intensity']:.1f}", o["bound"],
-                  units.format_seconds(o["time_s"]), f"{o['share']:.1%}")
+    for o in shown:
+        t.add_row(o["name"], o["kind"], str(o["count"]), num(o["flops"], fl_s),
+                  num(o["bytes"], by_s), f"{o['intensity']:.1f}", o["bound"],
+                  num(o["time_s"], tm_s), f"{o['share']:.1%}")
     if len(r["ops"]) > top:
         rest = r["ops"][top:]
         t.add_row(f"... {len(rest)} more ops", "", "", "", "", "", "",
-                  units.format_seconds(sum(o["time_s"] for o in rest)),
+                  num(sum(o["time_s"] for o in rest), tm_s),
                   f"{sum(o['share'] for o in rest):.1%}")
     con.print(t)
     s = table("totals", [("", "left"), ("time", "right")])
@@ -51,27 +58,34 @@ def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any
     con.print(s)
     if "fusion" in r:
         f = r["fusion"]
+        shown_c = [c for c in f["chains"] if c["bytes_saved"] > 0][:12]
+        tu, ts = column_scale([max(c["time_before_s"], c["time_after_s"]) for c in shown_c], "s")
+        bu, bs = column_scale([c["bytes_saved"] for c in shown_c], "B")
         ft = table(f"fusion: eager {units.format_seconds(f['unfused_time_s'])} -> fused "
                    f"{units.format_seconds(f['fused_time_s'])} ({f['speedup']:.2f}x), "
                    f"{units.format_bytes(f['bytes_saved'])} less traffic",
-                   [("fused chain", "left"), ("phase", "left"), ("bytes saved", "right"),
-                    ("time before", "right"), ("after", "right"), ("speedup", "right")])
-        for c in [c for c in f["chains"] if c["bytes_saved"] > 0][:12]:
-            ft.add_row(" + ".join(c["ops"]), c["phase"], units.format_bytes(c["bytes_saved"]),
-                       units.format_seconds(c["time_before_s"]),
-                       units.format_seconds(c["time_after_s"]), f"{c['speedup']:.2f}x")
+                   [("fused chain", "left"), ("phase", "left"), (f"saved {bu}", "right"),
+                    (f"before {tu}", "right"), (f"after {tu}", "right"), ("speedup", "right")],
+                   caption="saved = memory traffic the fusion removes; before/after = the "
+                           "chain's time unfused and fused, all layers")
+        for c in shown_c:
+            ft.add_row(" + ".join(c["ops"]), c["phase"], num(c["bytes_saved"], bs),
+                       num(c["time_before_s"], ts), num(c["time_after_s"], ts),
+                       f"{c['speedup']:.2f}x")
         con.print(ft)
     if sweep:
+        keys = [("naive", "bytes", "B"), ("flash", "bytes", "B"), ("naive", "saved_bytes", "B"),
+                ("flash", "saved_bytes", "B"), ("naive", "time_s", "s"), ("flash", "time_s", "s")]
+        scales = [column_scale([row[a][k] for row in sweep], u) for a, k, u in keys]
+        heads = ["naive", "flash", "naive saved", "flash saved", "naive", "flash"]
         at = table("attention core, all layers: naive (scores in memory) vs flash",
-                   [("seq", "right"), ("naive bytes", "right"), ("flash bytes", "right"),
-                    ("naive saved", "right"), ("flash saved", "right"), ("naive time", "right"),
-                    ("flash time", "right")])
+                   [("seq", "right")] + [(f"{h} {su}", "right") for h, (su, _) in
+                                         zip(heads, scales)],
+                   caption="bytes = memory traffic of the attention core; saved = activations "
+                           "kept for backward; times at this device's rates")
         for row in sweep:
-            n, fl = row["naive"], row["flash"]
-            at.add_row(str(row["seq_len"]), units.format_bytes(n["bytes"]),
-                       units.format_bytes(fl["bytes"]), units.format_bytes(n["saved_bytes"]),
-                       units.format_bytes(fl["saved_bytes"]), units.format_seconds(n["time_s"]),
-                       units.format_seconds(fl["time_s"]))
+            at.add_row(str(row["seq_len"]), *(num(row[a][k], sc) for (a, k, _), (_, sc) in
+                                              zip(keys, scales)))
         con.print(at)
 
 
