@@ -29,7 +29,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",  # shows the rich_help_panel groups of options
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
