@@ -4,7 +4,7 @@ Defaults are documented priors, replaceable by a measured machine profile (`gpup
 
 - Matmul ceiling per device: best achievable bf16/fp8 matmul share of the dense peak, measured
   with mamf-finder (stas00/ml-engineering, "Maximum Achievable Matmul FLOPS comparison table",
-  @744d01e 2026-08-22; copied in shared/data/kernel_cases.csv).
+  @744d01e 2026-08-22).
 - Matmul size curve: Calculon's A100/H100 system files (Isaev et al. SC'23): 0.95 of peak for
   ops of >= 128 GFLOP, 0.9 >= 16, 0.6 >= 1, 0.1 below; we scale it so the largest ops reach the
   device ceiling above and interpolate in log(FLOPs) to avoid cliffs.
@@ -28,7 +28,8 @@ from typing import Any
 from gpuplan.errors import InputError
 from gpuplan.specs.device import DTYPES, Device
 
-MAMF_SOURCE = "ml-engineering mamf-finder table @744d01e (2026-08-22), shared/data/kernel_cases.csv"
+MAMF_SOURCE = ("Bekman, Machine Learning Engineering (github.com/stas00/ml-engineering), "
+               "maximum achievable matmul FLOPS table @744d01e (2026-08-22)")
 
 # Best measured dense matmul share of peak: (bf16, fp8) per catalog device.
 MATMUL_CEILING: dict[str, tuple[float, float | None]] = {
@@ -115,7 +116,7 @@ def default_efficiency(device: Device) -> Efficiency:
 
 TRAINING_END_TO_END = 0.64
 """End-to-end factor for training steps: fitted by benchmarks/fit_training.py on the train
-half (93 rows) of shared/data/training_runs.csv, 2026-11-30; median |error| 6.9% there and
+half (93 rows) of the published training runs it reads, 2026-11-30; median |error| 6.9% there and
 8.0% on the held-out half. Physically: sustained clocks, real GEMM shapes, kernel gaps and
 framework work between kernels, relative to the best-shape GEMM microbenchmark (MAMF)."""
 TRAINING_ATTENTION_CEILING = 0.5
@@ -124,7 +125,7 @@ TRAINING_ATTENTION_CEILING = 0.5
 
 def training_efficiency(device: Device) -> Efficiency:
     """Efficiency for whole training steps: the roofline priors with the end-to-end factor
-    and attention ceiling fitted on the train half of shared/data/training_runs.csv
+    and attention ceiling fitted on the train half of published training runs
     (benchmarks/fit_training.py) and checked on the other half."""
     base = default_efficiency(device)
     return replace(base, end_to_end=TRAINING_END_TO_END,
