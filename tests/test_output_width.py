@@ -1,0 +1,80 @@
+"""Every command's table fits an 80-column terminal, and rows that differ stay distinguishable.
+
+Each command renders into a recording rich Console 80 columns wide (as a narrow terminal would);
+no line may exceed 80 and the rows named below must appear in full, not cut to a shared prefix.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+import gpuplan.report.output as output
+from gpuplan.cli.main import main
+
+WIDTH = 80
+
+
+def render80(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    con = Console(width=WIDTH, record=True, file=io.StringIO(), highlight=False,
+                  soft_wrap=False, force_terminal=False)
+    monkeypatch.setattr(output, "console", lambda: con)
+    assert main(argv) == 0
+    return con.export_text()
+
+
+# (argv, strings that must appear whole in the 80-column rendering)
+CASES = [
+    (["hardware"], ["MI300X", "MI325X", "A100-PCIE-40GB", "V100-SXM2-32GB", "fp16"]),
+    (["hardware", "mi300x"], ["peak fp16", "memory bandwidth"]),
+    (["models"], ["llama-3.1-405b", "qwen2.5-0.5b", "kv heads"]),
+    (["models", "llama-3-8b"], ["num_layers"]),
+    (["flops", "llama-3-8b"], ["forward total"]),
+    (["roofline", "llama-3-8b", "--top", "6"],
+     ["layers.mlp.gate_up", "x = how many times"]),
+    (["roofline", "llama-3-8b", "--fused", "--compare-attention"], ["fused chain"]),
+    (["roofline", "llama-3-8b", "--phase", "decode", "--batch", "8"], ["lm_head"]),
+    (["memory", "llama-3-8b"], ["optimizer", "activations"]),
+    (["memory", "llama-3-8b", "--mode", "infer", "--fix"], ["kv_cache"]),
+    (["train", "llama-3-8b", "--gpus", "8", "--zero", "3", "--scaling"], ["step time"]),
+    (["train", "llama-3-8b", "--gpus", "8", "--search", "--top", "4"],
+     ["ZeRO stage", "tok/s"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "must"), CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_tables_fit_80_columns(argv: list[str], must: list[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    text = render80(argv, monkeypatch)
+    wide = [line for line in text.splitlines() if len(line) > WIDTH]
+    assert not wide, f"{len(wide)} lines over {WIDTH} columns, first: {wide[0]!r}"
+    assert "shared/" not in text and "GUIDE" not in text  # sources a user can open
+    for s in must:
+        assert s in text, f"{s!r} not shown whole at {WIDTH} columns"
+
+
+def test_roofline_rows_are_distinguishable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cell is cut to a prefix that every row shares (the old `layers…` rows)."""
+    text = render80(["roofline", "llama-3-8b", "--top", "12"], monkeypatch)
+    assert "layers…" not in text and "…" not in text.split("\n", 3)[3].split("x = ")[0]
+
+
+def test_hardware_shows_fp16_where_the_file_lists_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """T4 lists fp16 (65 TFLOP/s dense, NVIDIA T4 datasheet) and no bf16: the row shows 65.0
+    under fp16 and '-' under bf16, not '-' everywhere."""
+    text = render80(["hardware"], monkeypatch)
+    header = next(line for line in text.splitlines() if line.startswith("name"))
+    t4 = next(line for line in text.splitlines() if line.startswith("T4 "))
+    cols = header.split()
+    # header words: name mem GB BW TB/s fp32 tf32 bf16 fp16 fp8 int8 TDP W $/h
+    cells = t4.split()
+    assert cells[cols.index("bf16") - 2] == "-"
+    assert cells[cols.index("fp16") - 2] == "65.0"
+
+
+def test_grouped_help_shows_panels(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Parallel layout" in out and "Precision and kernels" in out
