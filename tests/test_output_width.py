@@ -78,3 +78,37 @@ def test_grouped_help_shows_panels(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "--help"]) == 0
     out = capsys.readouterr().out
     assert "Parallel layout" in out and "Precision and kernels" in out
+
+
+def test_roofline_with_profile_names_the_measured_machine(tmp_path, monkeypatch) -> None:
+    """With --profile the rates are the measured machine's: the title says so, not only JSON."""
+    import json
+
+    prof = {"device": "Test CPU", "date": "2026-11-30", "identity": {"kind": "cpu", "host": "h"},
+            "matmul_flops_per_s": {"bf16": 5e14, "fp32": 5e13}, "memory_bw_bytes_per_s": 2e12,
+            "launch_overhead_s": 6e-6}
+    f = tmp_path / "prof.json"
+    f.write_text(json.dumps(prof))
+    text = render80(["roofline", "gpt2", "--seq-len", "256", "--profile", str(f)], monkeypatch)
+    assert "rates measured on Test CPU" in " ".join(text.split())
+    assert "measured profile" in text  # the ridge point's source
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+
+
+def test_typed_results_keep_the_json_keys() -> None:
+    """memory and roofline return dataclasses whose JSON has the contract's keys."""
+    from gpuplan.estimate.analysis import analyze
+    from gpuplan.estimate.command_results import MemoryCheck, RooflineResult
+    from gpuplan.estimate.memory import train_memory
+    from gpuplan.ops.transformer import Impl
+    from gpuplan.specs.catalog import get_device, get_model
+    from gpuplan.specs.workload import TrainConfig
+
+    m, d = get_model("gpt2"), get_device("h100")
+    res = train_memory(m, d, TrainConfig(micro_batch=1, seq_len=256))
+    j = MemoryCheck(m.name, res).to_json()
+    assert {"model", "total_bytes", "capacity_bytes", "fits", "per_gpu"} <= set(j)
+    assert j["total_bytes"] == sum(j["per_gpu"].values()) and isinstance(j["total_bytes"], int)
+    r = RooflineResult(analyze(m, d, "train", 1, 256, Impl())).to_json()
+    assert {"total_time_s", "ops", "ridge_flops_per_byte"} <= set(r) and "profile" not in \
+        r["assumptions"]

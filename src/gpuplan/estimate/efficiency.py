@@ -29,7 +29,7 @@ from gpuplan.errors import InputError
 from gpuplan.specs.device import DTYPES, Device
 
 MAMF_SOURCE = ("Bekman, Machine Learning Engineering (github.com/stas00/ml-engineering), "
-               "maximum achievable matmul FLOPS table @744d01e (2026-08-22)")
+               "mamf-finder maximum achievable matmul FLOPS table @744d01e (2026-08-22)")
 
 # Best measured dense matmul share of peak: (bf16, fp8) per catalog device.
 MATMUL_CEILING: dict[str, tuple[float, float | None]] = {

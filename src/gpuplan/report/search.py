@@ -8,7 +8,6 @@ from rich.console import Console
 
 from gpuplan.report.output import column_scale, num, table
 
-
 _RECOMPUTE = {"none": "-", "selective": "sel", "full": "full"}
 
 
