@@ -29,7 +29,9 @@ Each record's `inferred` lists the settings that are not published (and how they
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import csv
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from gpuplan.specs.catalog import get_model
@@ -50,6 +52,8 @@ CONVENTIONS: dict[str, str] = {
     "gpu-hours": "tokens / (tokens/s) · GPUs / 3600",
     "wall-days": "tokens / (tokens/s) / 86400",
     "wall-minutes": "tokens / (tokens/s) / 60",
+    "model-tflops": "(6·N + 12·L·H·Q·T)·tokens/s / GPUs / 1e12: attention in full, no "
+                    "recompute (PaLM App. B counting, as TFLOP/s)",
 }
 
 
@@ -97,6 +101,10 @@ class TrainingRun:
     cluster: dict[str, Any] = field(default_factory=dict)
     """default_cluster overrides (scale_out_bytes_per_s, ...)"""
     notes: str = ""
+    split: str = "calibration"
+    """'calibration' (constants may be fitted on it) or 'validation' (hold-out: scored once)"""
+    framework: str = ""
+    """framework profile (gpuplan/catalog/frameworks); '' = FAMILY_FRAMEWORK[family]"""
 
     @property
     def primary(self) -> Metric:
@@ -312,6 +320,7 @@ def _megatron_t2() -> list[TrainingRun]:
             inferred=("recompute: full (eq. 3 counts it; the paper does not say for ZeRO-3)",),
             notes="ZeRO-3 (DeepSpeed) without model parallelism, microbatch 4/2/1 at "
                   "384/768/1536 GPUs, batch 1536 fixed. TFLOP/s by the same eq. 3.",
+            framework="deepspeed",
         ))
     return out
 
@@ -738,7 +747,7 @@ def _llmfoundry() -> list[TrainingRun]:
         prec = "bf16" if mp == "pure" else "amp_bf16"
         run_id = f"llmfoundry-a100_{gb_mem}gb-{size}-s{seq}-g{gpus}-{prec}-mb{mb}-ga{ga}"
         out.append(TrainingRun(
-            run_id=run_id, family="llmfoundry", model=mpt(size, seq),
+            run_id=run_id, family=f"llmfoundry-a100-{gb_mem}gb", model=mpt(size, seq),
             device=f"A100-SXM-{gb_mem}GB", num_gpus=gpus, gpus_per_node=8,
             train={"micro_batch": mb, "seq_len": seq, "precision": "bf16-mixed", "dp": gpus,
                    "fsdp": "full", "global_batch": gbatch,
@@ -786,9 +795,68 @@ SKIPPED: tuple[Skipped, ...] = (
 )
 
 
+FAMILY_FRAMEWORK: dict[str, str] = {
+    "megatron2021-t1": "megatron", "megatron2021-t2": "megatron", "opt": "megatron",
+    "bloom": "megatron", "palm": "megatron", "llama1": "fsdp", "llama2": "fsdp",
+    "flashattn-train": "megatron", "fa1-gpt2": "hf", "karpathy": "hf",
+    "llmfoundry-a100-40gb": "llm-foundry", "llmfoundry-a100-80gb": "llm-foundry",
+}
+"""Closest framework profile of each family in this file (the CSV rows name their own):
+metaseq (OPT) and Megatron-DeepSpeed (BLOOM) are Megatron derivatives; PaLM's T5X/JAX has
+Megatron-style fused kernels; Meta's LLaMA codebase shards with FSDP; the FlashAttention
+training scripts use Megatron-style fused kernels; nanoGPT/llm.c and the FlashAttention-1
+GPT-2 baselines are Hugging Face-style eager PyTorch."""
+
+DATA = Path(__file__).resolve().parent / "data"
+CALIBRATION_CSV = DATA / "training_calibration.csv"
+"""New calibration rows (llm-foundry H100 BF16), each with its source."""
+VALIDATION_CSV = DATA / "training_validation.csv"
+"""Hold-out families, fixed before modelling: scored once, never fitted on."""
+
+_CSV_METRIC = {"tokens_per_sec_per_gpu": "tokens-per-gpu", "tflops_per_gpu": "model-tflops"}
+
+
+def _csv_model(name: str, seq: int) -> ModelSpec:
+    return mpt(name[4:], seq) if name.startswith("mpt-") else get_model(name)
+
+
+def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
+    out = []
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            seq, gpus = int(row["seq_len"]), int(row["num_gpus"])
+            recompute = row["recompute"]
+            train: dict[str, Any] = {
+                "micro_batch": int(row["micro_batch"]), "seq_len": seq,
+                "precision": row["precision"], "global_batch": int(row["global_batch"]),
+                "dp": int(row["dp"]), "tp": int(row["tp"]), "pp": int(row["pp"]),
+                "cp": int(row["cp"]), "sp": row["sp"] == "true",
+                "virtual_stages": int(row["virtual_stages"]), "recompute": recompute,
+                "attention": "flash", "dropout": False}
+            fw = row["framework"]
+            if fw in ("llm-foundry", "fsdp"):
+                train["fsdp"] = "full"
+            elif fw == "megatron":
+                train["zero"] = 1
+            metric = Metric(row["metric"], float(row["value"]), _CSV_METRIC[row["metric"]],
+                            row["metric"] == "tflops_per_gpu" or None,
+                            True if row["metric"] == "tflops_per_gpu" else None,
+                            note=row["secondary"])
+            out.append(TrainingRun(
+                run_id=row["run_id"], family=row["family"], model=_csv_model(row["model"], seq),
+                device=row["device"], num_gpus=gpus, gpus_per_node=int(row["gpus_per_node"]),
+                train=train, metrics=(metric,), source=f"{row['source']} ({row['source_location']})",
+                verification=row["verification"], inferred=tuple(
+                    x.strip() for x in row["inferred"].split(";") if x.strip()),
+                notes=row["notes"], split=split, framework=fw))
+    return out
+
+
 def _all_runs() -> tuple[TrainingRun, ...]:
     runs = (_megatron_t1() + _megatron_t2() + _production() + _llama() + _flash_training()
-            + _fa1_table2() + _karpathy() + _llmfoundry())
+            + _fa1_table2() + _karpathy() + _llmfoundry()
+            + _csv_runs(CALIBRATION_CSV, "calibration") + _csv_runs(VALIDATION_CSV, "validation"))
+    runs = [r if r.framework else replace(r, framework=FAMILY_FRAMEWORK[r.family]) for r in runs]
     ids = [r.run_id for r in runs]
     if len(ids) != len(set(ids)):
         raise ValueError("duplicate run_id in RUNS")
@@ -799,6 +867,14 @@ RUNS: tuple[TrainingRun, ...] = _all_runs()
 """Every modelled row of training_runs.csv."""
 
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(r.family for r in RUNS))
+OWN_CSV_RUN_IDS: frozenset[str] = frozenset(
+    r.run_id for path, split in ((CALIBRATION_CSV, "calibration"), (VALIDATION_CSV, "validation"))
+    for r in _csv_runs(path, split))
+"""Rows from benchmarks/data/ (not in the shared training_runs.csv)."""
+CALIBRATION_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
+    r.family for r in RUNS if r.split == "calibration"))
+VALIDATION_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
+    r.family for r in RUNS if r.split == "validation"))
 
 
 def by_id(run_id: str) -> TrainingRun:

@@ -5,13 +5,16 @@ gpuplan.estimate.training.step_time, convert the prediction into the published m
 source's own FLOP-counting convention, and print published vs predicted with the signed error.
 Statistics use each record's primary metric; secondary metrics are printed but not counted.
 
-    PYTHONPATH=src python benchmarks/validate_training.py [--split train|test|all]
-        [--family NAME ...] [--json] [--markdown] [--verbose] [--csv PATH]
+    PYTHONPATH=src python benchmarks/validate_training.py [--split calibration|validation|all]
+        [--lofo] [--family NAME ...] [--json] [--markdown] [--verbose] [--csv PATH]
 
---split: a deterministic ~50/50 split stratified by source family (run_ids ordered by SHA-256
-within each family, alternating), so efficiency factors can be fitted on `train` and checked
-on `test`. --json prints one JSON document instead of the table. --markdown prints only the
-summary table (for the README). --csv cross-checks the published values against
+--split: whole families. `calibration` (default): training_runs.py and
+data/training_calibration.csv, the only rows constants are fitted on. `validation`: the hold-out
+families of data/training_validation.csv, fixed before modelling; score them once, never tune
+on them. --lofo: leave one calibration family out at a time, fit the end-to-end factor on the
+others (fit_training.py), predict the one left out. Each run is predicted with its framework
+profile (record field `framework`). --json prints one JSON document instead of the table.
+--markdown prints only the summary table (for the README). --csv cross-checks the published values against
 shared/data/training_runs.csv (found automatically when the checkout sits next to shared/).
 
 Error % = (predicted - published) / published. "speed %" is the same comparison expressed as
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -44,34 +46,33 @@ sys.path.insert(0, str(HERE))
 if (HERE.parent / "src").is_dir():
     sys.path.insert(0, str(HERE.parent / "src"))
 
-from training_runs import CONVENTIONS, FAMILIES, RUNS, SKIPPED, Metric, TrainingRun  # noqa: E402
+from training_runs import (  # noqa: E402
+    CONVENTIONS,
+    FAMILIES,
+    OWN_CSV_RUN_IDS,
+    RUNS,
+    SKIPPED,
+    Metric,
+    TrainingRun,
+)
 
-from gpuplan.estimate.efficiency import Efficiency  # noqa: E402
+from gpuplan.estimate.efficiency import Efficiency, framework_efficiency  # noqa: E402
 from gpuplan.estimate.memory import TrainConfig  # noqa: E402
 from gpuplan.estimate.training import StepResult, step_time  # noqa: E402
 from gpuplan.specs.catalog import get_device  # noqa: E402
 from gpuplan.specs.cluster import default_cluster  # noqa: E402
 from gpuplan.specs.device import Device  # noqa: E402
+from gpuplan.specs.framework import get_framework  # noqa: E402
 
 TIME_CONVENTIONS = ("gpu-hours", "wall-days", "wall-minutes")
 
 
 # ---- split --------------------------------------------------------------------------------
 
-def _h(s: str) -> str:
-    return hashlib.sha256(s.encode()).hexdigest()
-
-
 def split_of() -> dict[str, str]:
-    """run_id -> 'train' | 'test': within each family, run_ids sorted by SHA-256 alternate,
-    starting with train or test by the family name's hash (singleton families spread)."""
-    out: dict[str, str] = {}
-    for fam in FAMILIES:
-        ids = sorted((r.run_id for r in RUNS if r.family == fam), key=_h)
-        start = int(_h(fam), 16) % 2
-        for i, rid in enumerate(ids):
-            out[rid] = "train" if (i + start) % 2 == 0 else "test"
-    return out
+    """run_id -> 'calibration' | 'validation', as each record names it (the validation rows are
+    whole hold-out families in benchmarks/data/training_validation.csv)."""
+    return {r.run_id: r.split for r in RUNS}
 
 
 # ---- conversion ---------------------------------------------------------------------------
@@ -106,6 +107,9 @@ def convert(run: TrainingRun, metric: Metric, res: StepResult) -> float:
         return 100 * (res.hfu or 0.0)
     if c == "tokens-per-gpu":
         return tps / gpus
+    if c == "model-tflops":  # PaLM App. B counting, in TFLOP/s per GPU
+        per_tok = 6 * m.params() + 12 * m.num_layers * m.num_heads * m.head_size * s
+        return per_tok * tps / gpus / 1e12
     assert metric.tokens, f"{run.run_id}: {c} needs the run's token count"
     wall = metric.tokens / tps
     if c == "gpu-hours":
@@ -146,15 +150,23 @@ class Row:
         return 100 * (ratio - 1)
 
 
-def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None
-             ) -> tuple[StepResult | None, bool, str]:
+def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = None
+                   ) -> Efficiency:
+    """The efficiency gpuplan uses for `run`: its framework profile's attention kernel and
+    overlaps on the device's measured ceilings, with the end-to-end factor given (default:
+    the fitted TRAINING_END_TO_END)."""
+    return framework_efficiency(device, get_framework(run.framework), end_to_end)
+
+
+def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None,
+             end_to_end: float | None = None) -> tuple[StepResult | None, bool, str]:
     """Step time of `run`. When gpuplan's memory model rejects a configuration that the source
     ran, time it anyway on a copy of the device with the capacity check lifted (capacity is
     used only for the fit test, never in the timing) and say so."""
     device = get_device(run.device)
     cfg = TrainConfig(**run.train)
     cluster = default_cluster(device, run.num_gpus, run.gpus_per_node, **run.cluster)
-    eff = efficiency(device) if efficiency else None
+    eff = efficiency(device) if efficiency else run_efficiency(run, device, end_to_end)
     res = step_time(run.model, cluster, cfg, eff)
     if res.fits:
         return res, True, ""
@@ -168,11 +180,12 @@ def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None
     return (retry if retry.step_time_s else None), False, note
 
 
-def run_all(runs: list[TrainingRun], splits: dict[str, str],
-            efficiency: Callable[[Device], Efficiency] | None = None) -> list[Row]:
+def run_all(runs: list[TrainingRun] | tuple[TrainingRun, ...], splits: dict[str, str],
+            efficiency: Callable[[Device], Efficiency] | None = None,
+            end_to_end: float | None = None) -> list[Row]:
     rows = []
     for run in runs:
-        res, fits, note = evaluate(run, efficiency)
+        res, fits, note = evaluate(run, efficiency, end_to_end)
         for metric in run.metrics:
             row = Row(run, metric, splits[run.run_id], fits_as_given=fits, note=note,
                       result=res)
@@ -323,6 +336,8 @@ def check_csv(path: Path) -> list[str]:
     problems += [f"csv row {rid} is neither modelled nor skipped" for rid in table
                  if rid not in known]
     for run in RUNS:
+        if run.run_id in OWN_CSV_RUN_IDS:
+            continue
         row = table.get(run.run_id)
         if row is None:
             problems.append(f"{run.run_id}: not in {path.name}")
@@ -354,9 +369,44 @@ def library_version() -> dict[str, Any]:
 
 # ---- main ---------------------------------------------------------------------------------
 
+def print_lofo(as_markdown: bool) -> int:
+    from fit_training import fit, grid_errors, lofo, objective
+
+    table = grid_errors()
+    res = lofo(table)
+    fams = [r.family for r in res]
+    e_all = fit(table, fams)
+    if as_markdown:
+        print("| family (left out) | rows | end-to-end fitted on the others | median abs error %"
+              " | p90 abs error % | max abs error % |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    else:
+        print(f"{'family (left out)':<24} {'n':>4} {'e2e':>5} {'med|err|%':>9} {'p90|err|%':>9}"
+              f" {'max|err|%':>9}")
+    for r in res:
+        if as_markdown:
+            print(f"| {r.family} | {r.n} | {r.end_to_end:.2f} | {r.median_abs_error_pct:.1f} | "
+                  f"{r.p90_abs_error_pct:.1f} | {r.max_abs_error_pct:.1f} |")
+        else:
+            print(f"{r.family:<24} {r.n:>4} {r.end_to_end:>5.2f} {r.median_abs_error_pct:>9.1f}"
+                  f" {r.p90_abs_error_pct:>9.1f} {r.max_abs_error_pct:>9.1f}")
+    lo = [r.median_abs_error_pct for r in res]
+    med, _ = objective(table[e_all], fams)
+    print(f"\nLOFO: median over families of the left-out family's median |error| "
+          f"{_percentile(lo, 50):.1f} %, worst family {max(lo):.1f} %; fitted on all "
+          f"calibration families: end-to-end {e_all:.2f} (objective {med:.1f} %)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "test", "all"), default="all")
+    ap.add_argument("--split", choices=("calibration", "validation", "all"),
+                    default="calibration",
+                    help="calibration families (default), the hold-out validation families "
+                         "(score them once, never tune on them), or all")
+    ap.add_argument("--lofo", action="store_true",
+                    help="leave-one-family-out over the calibration families: fit the "
+                         "end-to-end factor on the others, predict the one left out")
     ap.add_argument("--family", nargs="+", choices=FAMILIES, help="only these families")
     ap.add_argument("--json", action="store_true", help="one JSON document")
     ap.add_argument("--markdown", action="store_true", help="only the summary as markdown")
@@ -366,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                          "next to the checkout; 'none' to skip)")
     args = ap.parse_args(argv)
 
+    if args.lofo:
+        return print_lofo(args.markdown)
     t0 = time.perf_counter()
     splits = split_of()
     runs = [r for r in RUNS if (args.split == "all" or splits[r.run_id] == args.split)

@@ -138,10 +138,31 @@ def test_train_contract(capsys):
             c["algbw_bytes_per_s"] * bus_factor(c["op"], c["group"]))
 
 
-def test_train_not_fitting_is_reported_not_timed(capsys):
+def test_train_not_fitting_still_reports_speed(capsys):
     r = run_json(capsys, "train", "llama-2-70b", "--gpu", "a100", "--gpus", "8", "--zero", "0",
                  "--seq-len", "4096")
-    assert r["fits"] is False and r["step_time_s"] is None and r["gpu_hours"] is None
+    assert r["fits"] is False and r["memory"]["fits"] is False
+    # the verdict and the speed are separate: a layout that does not fit is still timed
+    assert r["step_time_s"] > 0 and r["tokens_per_s"] > 0 and r["mfu"] > 0
+    assert r["gpu_hours"] > 0
+    assert "would need" in r["assumptions"]["memory_verdict"]
+    # same speed as on a device with room to spare (capacity never enters the timing)
+    from gpuplan.estimate.memory import TrainConfig
+    from gpuplan.estimate.training import step_time
+    from gpuplan.specs.catalog import get_device, get_model
+    from gpuplan.specs.cluster import default_cluster
+
+    d = get_device("a100")
+    roomy = d.model_copy(update={"memory_bytes": 10**15, "usable_memory_bytes": None})
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, zero=0, dp=8, dropout=False)
+    big = step_time(get_model("llama-2-70b"), default_cluster(roomy, 8), cfg)
+    assert big.fits and big.step_time_s == pytest.approx(r["step_time_s"])
+
+
+def test_train_not_fitting_table_says_would_need(capsys):
+    assert main(["train", "llama-2-70b", "--gpu", "a100", "--gpus", "8", "--zero", "0"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "would need" in out and "tokens / s" in out
 
 
 def test_train_search_and_scaling_json(capsys):

@@ -1,25 +1,82 @@
-"""Regression guard on the published-run validation (benchmarks/validate_training.py): the
-training model must keep its median error within the issue's 10% on the held-out half."""
+"""Validation machinery (benchmarks/): the calibration set's regression guard and the
+leave-one-family-out (LOFO) fit. The hold-out validation families
+(benchmarks/data/training_validation.csv) are deliberately NOT scored here: scoring them on
+every run would invite tuning to them. They are scored once, by hand, with
+`validate_training.py --split validation` (README)."""
 
 from __future__ import annotations
 
+import csv
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def test_published_runs_median_error_within_ten_percent():
+@pytest.fixture(scope="module")
+def bench() -> Iterator[dict[str, ModuleType]]:
     sys.path.insert(0, str(BENCH))
     try:
-        from training_runs import RUNS
-        from validate_training import run_all, split_of, stats
+        import fit_training
+        import training_runs
+        import validate_training
+        yield {"runs": training_runs, "validate": validate_training, "fit": fit_training}
     finally:
         sys.path.remove(str(BENCH))
-    rows = run_all(RUNS, split_of())
-    test = stats([r for r in rows if r.split == "test"])
-    overall = stats(rows)
-    assert test["predicted"] >= 80 and overall["predicted"] >= 170
-    assert test["median_abs_error_pct"] <= 10.0
-    assert overall["median_abs_error_pct"] <= 10.0
-    assert abs(overall["median_speed_bias_pct"]) <= 10.0
+
+
+def test_calibration_regression_guard(bench):
+    """Tolerances fixed before modelling: the issue's bar (median |error| <= 10 %), p90 <= 25 %
+    and the median speed bias within +-10 %, on the calibration families only."""
+    tr, v = bench["runs"], bench["validate"]
+    cal = [r for r in tr.RUNS if r.split == "calibration"]
+    rows = v.run_all(cal, v.split_of())
+    s = v.stats([r for r in rows if r.metric.primary])
+    assert s["predicted"] == s["rows"] >= 220
+    assert s["median_abs_error_pct"] <= 10.0
+    assert s["p90_abs_error_pct"] <= 25.0
+    assert abs(s["median_speed_bias_pct"]) <= 10.0
+
+
+def test_calibration_and_validation_are_disjoint_whole_families(bench):
+    tr = bench["runs"]
+    assert set(tr.CALIBRATION_FAMILIES).isdisjoint(tr.VALIDATION_FAMILIES)
+    assert len(tr.VALIDATION_FAMILIES) >= 3
+    for fam in tr.FAMILIES:  # a family is entirely on one side
+        assert len({r.split for r in tr.RUNS if r.family == fam}) == 1
+
+
+def test_every_csv_row_names_its_source(bench):
+    for name in ("training_calibration.csv", "training_validation.csv"):
+        with (BENCH / "data" / name).open(newline="") as f:
+            for row in csv.DictReader(f):
+                assert row["source"] and row["source_location"] and row["verification"]
+
+
+def test_fit_minimises_the_family_weighted_objective(bench):
+    """A synthetic error table: family a (100 rows) prefers 0.6, b and c prefer 0.8. Weighted
+    by family, not by row, the fit picks 0.8."""
+    f = bench["fit"]
+    table = {0.6: {"a": [1.0] * 100, "b": [20.0], "c": [20.0]},
+             0.8: {"a": [15.0] * 100, "b": [2.0], "c": [3.0]}}
+    assert f.fit(table, ["a", "b", "c"]) == 0.8
+    # median over families of the family medians: median(15, 2, 3) = 3
+    assert f.objective(table[0.8], ["a", "b", "c"])[0] == 3.0
+
+
+def test_lofo_fits_without_the_family_it_scores(bench, monkeypatch):
+    """Leaving out b: the others (a, c) decide; a and c prefer 0.6 here, so b is scored at 0.6
+    even though b alone would prefer 0.8."""
+    f = bench["fit"]
+    monkeypatch.setattr(f, "CALIBRATION_FAMILIES", ("a", "b", "c"))
+    table = {0.6: {"a": [1.0, 2.0], "b": [30.0], "c": [2.0]},
+             0.8: {"a": [9.0, 9.0], "b": [1.0], "c": [9.0]}}
+    res = {r.family: r for r in f.lofo(table)}
+    assert res["b"].end_to_end == 0.6 and res["b"].median_abs_error_pct == 30.0
+    # leaving out a: b and c give median(30, 2) = 16 at 0.6 and median(1, 9) = 5 at 0.8
+    assert res["a"].end_to_end == 0.8
+    assert res["a"].n == 2 and res["a"].median_abs_error_pct == 9.0

@@ -27,18 +27,26 @@ def _mem(x: int | None) -> str:
 
 
 def _matmul(con: Console, r: dict[str, Any]) -> None:
-    t = table("matmul: sustained = median rate at the best size; best = best single sample",
+    t = table("matmul: sustained = the best size re-measured in rounds, best round's median "
+              "(mamf-finder's max); spread = (best - worst) / best over the rounds; best = "
+              "best single sample",
               [("dtype", "left"), ("best size m x n x k", "left"), ("sustained", "right"),
-               ("best", "right"), ("n", "right"), ("sizes", "right"), ("note", "left")])
+               ("rounds", "right"), ("spread", "right"), ("best", "right"), ("n", "right"),
+               ("sizes", "right"), ("note", "left")])
     for dt, x in r["matmul"].items():
         if "skipped" in x:
-            t.add_row(dt, "-", "-", "-", "-", "0", x["skipped"])
+            t.add_row(dt, "-", "-", "-", "-", "-", "-", "0", x["skipped"])
             continue
         b = x["best_size"]
         sk = x["skipped_sizes"]
         note = f"{len(sk)} sizes skipped ({sk[0].split(': ', 1)[1][:40]}...)" if sk else ""
+        rep = x.get("repeats") or {}
+        if rep and not rep["stable"]:
+            note = "UNSTABLE: rounds disagree (busy machine?); " + note
         t.add_row(dt, f"{b['m']} x {b['n']} x {b['k']}",
                   units.format_flops_per_s(x["sustained_flops_per_s"]),
+                  str(rep.get("rounds", "-")),
+                  f"{rep['spread']:.0%}" if rep else "-",
                   units.format_flops_per_s(x["best_flops_per_s"]), str(x["n"]),
                   str(len(x["sizes"])), note)
     con.print(t)
@@ -134,6 +142,8 @@ def render(con: Console, r: dict[str, Any]) -> None:
                 t.add_row(x["what"], f(x["measured"]), f(x["catalog"]) if x["catalog"] else "-",
                           f"{x['ratio']:.1%}" if x["ratio"] is not None else "-")
             con.print(t)
+    for u in r.get("unstable") or []:
+        con.print(f"[bold]warning[/bold]: {u['what']}: {u['reason']}")
     if r.get("profile_path"):
         con.print(f"profile saved: {r['profile_path']} (use with --profile)")
 

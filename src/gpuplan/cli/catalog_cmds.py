@@ -38,6 +38,8 @@ def device_detail(d: Device) -> dict[str, Any]:
         "compute_unit_name": d.compute_unit_name, "pcie_gen": d.pcie_gen,
         "scale_up": link(d.scale_up), "pcie": link(d.pcie), "scale_out": link(d.scale_out),
         "list_price_usd": d.list_price_usd, "ridge_flops_per_byte": ridge, "notes": d.notes,
+        "ceilings": dict(d.ceilings),
+        "topology": d.topology.model_dump() if d.topology else None,
         "sources": {k: p.model_dump() for k, p in d.provenance.items()},
     }
 

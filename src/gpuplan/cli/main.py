@@ -34,9 +34,29 @@ app = typer.Typer(
 )
 
 
+_registered = False
+
+
+def get_app() -> typer.Typer:
+    """The typer app with every command registered (once); the web API is built from it."""
+    global _registered
+    if not _registered:
+        _register()
+        _registered = True
+    return app
+
+
 def _register() -> None:
     import gpuplan.cli.profile_cmd as profile_cmd
-    from gpuplan.cli import bench_cmd, catalog_cmds, flops_cmd, memory_cmd, roofline_cmd, train_cmd
+    from gpuplan.cli import (
+        bench_cmd,
+        catalog_cmds,
+        flops_cmd,
+        memory_cmd,
+        roofline_cmd,
+        train_cmd,
+        web_cmd,
+    )
 
     catalog_cmds.register(app)
     flops_cmd.register(app)
@@ -45,6 +65,7 @@ def _register() -> None:
     train_cmd.register(app)
     bench_cmd.register(app)
     profile_cmd.register(app)
+    web_cmd.register(app)
 
 
 def _one_line(e: Exception) -> str:
@@ -60,7 +81,7 @@ def _one_line(e: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; turn user errors into one line and exit code 2."""
-    _register()
+    get_app()
     try:
         rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:

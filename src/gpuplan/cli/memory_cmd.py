@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
@@ -46,6 +47,7 @@ from gpuplan.report.output import emit
 def register(app: typer.Typer) -> None:
     @app.command()
     def memory(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         mode: Annotated[Mode, typer.Option("--mode")] = Mode.train,
@@ -82,7 +84,11 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="train: stack profile (megatron, fsdp, deepspeed, llm-foundry, "
+            "hf) setting fused kernels and the gradient dtype")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Memory per GPU (training or inference), whether it fits, and how to make it fit."""
@@ -96,6 +102,11 @@ def register(app: typer.Typer) -> None:
         o = dict(locals())
         if mode is Mode.train:
             cfg = train_job(o, dp, d.kind)
+            if framework is not None:
+                from gpuplan.specs.framework import get_framework
+
+                fw = get_framework(framework)
+                cfg = fw.apply(cfg)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
@@ -111,6 +122,8 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         check = MemoryCheck(m.name, res, fix=steps)
+        if framework is not None and mode is Mode.train:
+            check.framework = fw.describe()
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 
@@ -122,3 +135,7 @@ def register(app: typer.Typer) -> None:
             bar_chart(check.to_json(), plot)
         r = check.to_json()
         emit(r, as_json, lambda con: render_memory(con, r, r.get("fix")))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "memory", r, ctx, as_json)

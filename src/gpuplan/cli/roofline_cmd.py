@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.estimate.command_results import RooflineResult
@@ -19,6 +20,7 @@ from gpuplan.report.roofline import render_roofline
 def register(app: typer.Typer) -> None:
     @app.command()
     def roofline(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
@@ -38,6 +40,7 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", min=1, help="rows to print")] = 20,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline chart")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Each op's FLOPs, bytes, intensity and bound on the device; step time; fusion."""
@@ -81,5 +84,9 @@ def register(app: typer.Typer) -> None:
                            f" on {d.name} (points: ops; size: share of step time)")
         r = res.to_json()
         emit(r, as_json, lambda con: render_roofline(con, r, top))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "roofline", r, ctx, as_json)
         if plot is not None and not as_json:
             Console(stderr=True).print(f"roofline chart written to {plot}")

@@ -13,7 +13,8 @@ from gpuplan.specs.model import ModelSpec
 
 
 def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_json: bool,
-               efficiency: Efficiency | None = None, profile: dict[str, Any] | None = None) -> None:
+               efficiency: Efficiency | None = None, profile: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
     from gpuplan.estimate.search import result_json, search
 
     res = search(m, cluster, cfg, top=top, efficiency=efficiency)
@@ -24,3 +25,4 @@ def run_search(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, top: int, as_js
     title = f"{m.name} on {cluster.gpus} x {cluster.device.name}, seq {cfg.seq_len}, " \
             f"global batch {cfg.global_batch or cluster.gpus * cfg.micro_batch}"
     emit(r, as_json, lambda con: render_search(con, r, title))
+    return r

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
     AttentionOpt,
@@ -42,6 +43,7 @@ from gpuplan.report.train import render_train
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
         gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
@@ -86,13 +88,19 @@ def register(app: typer.Typer) -> None:
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
         top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        framework: Annotated[str | None, typer.Option(
+            "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
+            "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
+        html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
+        from gpuplan.estimate.efficiency import framework_efficiency
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
+        from gpuplan.specs.framework import get_framework
 
         m, d = get_model(model), get_device(gpu)
         cluster = default_cluster(d, gpus, gpus_per_node,
@@ -103,19 +111,28 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        cfg = train_job(dict(locals()), dp, d.kind)
-        eff, prof = None, None
+        fw = get_framework(framework)
+        cfg = fw.apply(train_job(dict(locals()), dp, d.kind), named=framework is not None)
+        eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
-            from gpuplan.estimate.efficiency import training_efficiency
 
-            eff, prof = apply(profile, d, training_efficiency(d))
+            eff, prof = apply(profile, d, eff)
         if search:
             from gpuplan.cli.search_cmd import run_search
 
-            run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            if html is not None:
+                from gpuplan.cli.html_opt import write
+
+                write(html, "train", found, ctx, as_json)
             return
         res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
                              efficiency=eff, scaling=scaling, profile=prof)
+        res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
+        if html is not None:
+            from gpuplan.cli.html_opt import write
+
+            write(html, "train", r, ctx, as_json)

@@ -74,6 +74,20 @@ def flat_time(op: str, nbytes: float, n: int, link: Link, tree: bool = False) ->
     raise InputError("collective", op, f"one of {', '.join(COLLECTIVES)}")
 
 
+def intra_node_link(cluster: Cluster, g: int) -> Link:
+    """The link a group of `g` GPUs inside one node runs on: the scale-up link when they share
+    a scale-up domain (a mesh gives g - 1 of its per-peer links, up to the aggregate), else the
+    host link between domains (bridged pairs: PCIe)."""
+    up = cluster.scale_up
+    if g > cluster.domain and cluster.host_link is not None:
+        return cluster.host_link
+    if up.per_peer_bytes_per_s is not None and g > 1:
+        bw = min(up.bw_bytes_per_s, up.per_peer_bytes_per_s * (g - 1))
+        return up.model_copy(update={"bw_bytes_per_s": bw,
+                                     "name": f"{up.name} ({g - 1} of its per-peer links)"})
+    return up
+
+
 def collective_time(op: str, nbytes: float, group: int, cluster: Cluster,
                     local: int | None = None) -> CommTime:
     """Time of `op` on `nbytes` over `group` GPUs; `local` = how many of them share a node
@@ -83,7 +97,7 @@ def collective_time(op: str, nbytes: float, group: int, cluster: Cluster,
     g = local if local is not None else min(group, cluster.gpus_per_node)
     g = max(1, min(g, group))
     nodes = math.ceil(group / g)
-    up, out = cluster.scale_up, cluster.scale_out
+    up, out = intra_node_link(cluster, g), cluster.scale_out
     if nodes == 1:
         return CommTime(op, nbytes, group, flat_time(op, nbytes, group, up), up.name)
     if g == 1:

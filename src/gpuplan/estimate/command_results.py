@@ -27,9 +27,13 @@ class MemoryCheck:
     fix: list[FixStep] | None = None
     """the fix chain (--fix); an empty list when it already fits"""
     plot_path: str | None = None
+    framework: dict[str, Any] | None = None
+    """the training framework's memory conventions (--framework), stated as an assumption"""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"model": self.model, **self.result.to_json()}
+        if self.framework is not None:
+            out["assumptions"] = {**out["assumptions"], "framework": self.framework}
         if self.profile is not None:
             out["assumptions"] = {**out["assumptions"], "profile": self.profile}
         if self.fix is not None:

@@ -4,7 +4,9 @@ Defaults are documented priors, replaceable by a measured machine profile (`gpup
 
 - Matmul ceiling per device: best achievable bf16/fp8 matmul share of the dense peak, measured
   with mamf-finder (stas00/ml-engineering, "Maximum Achievable Matmul FLOPS comparison table",
-  @744d01e 2026-08-22).
+  2026-08-22), written with its source in the device file's `[ceilings]`.
+- GEMM shape (training): tile and wave quantization on the device's SMs
+  (estimate/efficiency_gemm.py, NVIDIA Deep Learning Performance Guide).
 - Matmul size curve: Calculon's A100/H100 system files (Isaev et al. SC'23): 0.95 of peak for
   ops of >= 128 GFLOP, 0.9 >= 16, 0.6 >= 1, 0.1 below; we scale it so the largest ops reach the
   device ceiling above and interpolate in log(FLOPs) to avoid cliffs.
@@ -12,9 +14,9 @@ Defaults are documented priors, replaceable by a measured machine profile (`gpup
   (0.3 at 100 kB is our extrapolation).
 - Kernel overhead: 4 µs per launch (typical eager PyTorch dispatch + launch; replace with the
   launch overhead `gpuplan bench` measures).
-- Attention: fused attention kernels reach less of the peak than large GEMMs: FlashAttention-2
-  50-73% of A100 peak forward and less backward (Dao 2023, §4.1); on H100 FlashAttention-2
-  ~35-40% and FlashAttention-3 ~75% (Shah et al. 2024). Prior: 50% of the dense peak.
+- Attention: fused attention kernels reach a device- and kernel-specific share of the peak
+  (FlashAttention-2/-3, cuDNN), from the device file's `[ceilings]`
+  (estimate/efficiency_attention.py); 50% of the dense peak where none is measured.
 """
 
 from __future__ import annotations
@@ -26,21 +28,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.estimate.efficiency_attention import attention_ceiling
+from gpuplan.estimate.efficiency_gemm import shape_efficiency
+from gpuplan.ops.op import Op
 from gpuplan.specs.device import DTYPES, Device
+from gpuplan.specs.framework import Framework
 
-MAMF_SOURCE = ("Bekman, Machine Learning Engineering (github.com/stas00/ml-engineering), "
-               "mamf-finder maximum achievable matmul FLOPS table @744d01e (2026-08-22)")
-
-# Best measured dense matmul share of peak: (bf16, fp8) per catalog device.
-MATMUL_CEILING: dict[str, tuple[float, float | None]] = {
-    "A100-SXM-40GB": (0.869, None), "A100-SXM-80GB": (0.869, None),
-    "A100-PCIE-40GB": (0.811, None), "A100-PCIE-80GB": (0.811, None),
-    "H100-SXM": (0.803, 0.709), "H800": (0.803, 0.709), "H200": (0.803, 0.734),
-    "B200": (0.776, 0.763), "GB200": (0.729, 0.723),
-    "MI300X": (0.514, None), "MI325X": (0.604, None),
-}
 DEFAULT_CEILING = 0.78
-"""Median of the measured bf16 ceilings above; used for devices without a measurement."""
+"""Median of the measured bf16 ceilings in the device files (mamf-finder); used for devices
+without a measurement."""
 
 _MATMUL_CURVE = ((1e8, 0.1), (1e9, 0.6), (1.6e10, 0.9), (1.28e11, 0.95))
 _MEMORY_CURVE = ((1e5, 0.3), (1e6, 0.6), (1e7, 0.75), (1e8, 0.9))
@@ -70,9 +66,27 @@ class Efficiency:
     kernel_overhead_s: float = 4e-6
     attention_ceiling: float = 0.5
     """share of the dense peak attention kernels reach (scores and values matmuls)"""
+    attention_kernel: str = "fa2"
+    """which attention implementation the ceiling is for (fa2, fa3, cudnn, sdpa)"""
     end_to_end: float = 1.0
-    """share of the kernel ceilings a whole training step realises (real shapes, clocks under
-    sustained load, kernel gaps, framework work between kernels); 1.0 for single-op roofline"""
+    """share of the kernel ceilings that tensor-core ops (matmul and attention) realise inside a
+    whole training step (sustained clocks under load, kernel gaps, framework work between
+    kernels); applied to matmul-class ops only: memory-bound and vector ops keep their own
+    ceilings. 1.0 for the single-op roofline"""
+    gemm_quantization: bool = False
+    """apply tile/wave quantization to matmuls from their shapes (estimate/efficiency_gemm.py)"""
+    compute_units: int | None = None
+    """SMs/CUs for the wave quantization"""
+    tp_comm_overlap: float = 0.0
+    """share of tensor-parallel collectives hidden behind GEMMs (Megatron-Core
+    --tp-comm-overlap, async TP); 0 = all exposed"""
+    param_gather_overlap: bool = False
+    """ZeRO-1/2 parameter all-gather overlapped with the next step's forward (Megatron-Core
+    --overlap-param-gather); False = exposed after the optimizer step"""
+    zero3_prefetch_params: float | None = None
+    """ZeRO-3 parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); the
+    share of each layer's gather that can overlap compute is min(1, this / layer params);
+    None = the whole next block (FSDP prefetch)"""
     vector_ceiling: float = 0.7
     """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound
     (an assumption; element-wise ops are almost always memory-bound, so it rarely matters)"""
@@ -86,6 +100,14 @@ class Efficiency:
             return ceiling
         return ceiling * _interp_log(flops, _MATMUL_CURVE) / _MATMUL_CURVE[-1][1]
 
+    def matmul_share(self, op: Op) -> float:
+        """Share of the matmul peak `op` reaches: the size-dependent ceiling, times tile/wave
+        quantization of its shape when enabled."""
+        share = self.compute(op.executed_flops, op.dtype)
+        if self.gemm_quantization and op.kind == "matmul":
+            share *= shape_efficiency(op.shape, self.compute_units)
+        return share
+
     def memory(self, nbytes: float) -> float:
         if not self.size_dependent:
             return self.memory_ceiling
@@ -95,43 +117,77 @@ class Efficiency:
         return {
             "matmul_ceiling": self.matmul_ceiling, "fp8_ceiling": self.fp8_ceiling,
             "memory_ceiling": self.memory_ceiling, "vector_ceiling": self.vector_ceiling,
-            "attention_ceiling": self.attention_ceiling, "end_to_end": self.end_to_end,
+            "attention_ceiling": self.attention_ceiling,
+            "attention_kernel": self.attention_kernel, "end_to_end": self.end_to_end,
+            "end_to_end_applies_to": "matmul and attention ops",
+            "gemm_quantization": self.gemm_quantization,
+            "tp_comm_overlap": self.tp_comm_overlap,
+            "param_gather_overlap": self.param_gather_overlap,
+            "zero3_prefetch_params": self.zero3_prefetch_params,
             "size_dependent": self.size_dependent,
             "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
             "measured": dict(self.measured),
         }
 
 
-def default_efficiency(device: Device) -> Efficiency:
-    """Documented priors for a catalog device (see module docstring)."""
-    bf16, fp8 = MATMUL_CEILING.get(device.name, (DEFAULT_CEILING, None))
-    measured = device.name in MATMUL_CEILING
-    src = (f"matmul ceiling {bf16:.0%} measured ({MAMF_SOURCE})" if measured
-           else f"matmul ceiling {bf16:.0%} = median of measured devices (no measurement for "
-                f"{device.name})")
-    src += ("; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; attention "
-            "kernels 50% of peak (FlashAttention-2/3 papers)")
-    return Efficiency(matmul_ceiling=bf16, fp8_ceiling=fp8, source=src)
+CPU_ATTENTION_CEILING = 1.0
+"""On a CPU, fused attention (PyTorch's CPU flash-attention kernel, ATen
+native/cpu/FlashAttentionKernel.cpp) runs its QKᵀ and PV blocks through the same BLAS GEMM
+as a plain matmul, with the scores of a block held in cache: it reaches the matmul rate (a
+mechanism, not a fit; `gpuplan bench` measures it as attention_flops_per_s)."""
+CPU_ATTENTION_SOURCE = ("attention kernels at the matmul rate (CPU flash attention = blocked "
+                        "BLAS GEMMs, scores in cache)")
 
 
-TRAINING_END_TO_END = 0.64
-"""End-to-end factor for training steps: fitted by benchmarks/fit_training.py on the train
-half (93 rows) of the published training runs it reads, 2026-11-30; median |error| 6.9% there and
-8.0% on the held-out half. Physically: sustained clocks, real GEMM shapes, kernel gaps and
-framework work between kernels, relative to the best-shape GEMM microbenchmark (MAMF)."""
-TRAINING_ATTENTION_CEILING = 0.5
-"""Fitted with the factor above (grid 0.2-0.6); equal to the FlashAttention-2 prior."""
+def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficiency:
+    """Documented priors for a device (see module docstring): its measured ceilings from the
+    device file, else the median of measured devices."""
+    bf16 = device.ceilings.get("matmul_bf16")
+    fp8 = device.ceilings.get("matmul_fp8")
+    prov = device.provenance.get("ceiling.matmul_bf16")
+    where = prov.source.split(" (")[0] if prov else "device file"
+    src = (f"matmul ceiling {bf16:.0%} measured with mamf-finder ({where})"
+           if bf16 is not None else
+           f"matmul ceiling {DEFAULT_CEILING:.0%} = median of measured devices (no measurement "
+           f"for {device.name})")
+    attn, attn_src = attention_ceiling(device, attention_kernel)
+    if device.kind == "cpu":
+        attn, attn_src = CPU_ATTENTION_CEILING, CPU_ATTENTION_SOURCE
+    src += (f"; size curves from Calculon (Isaev et al. SC'23); memory ceiling 90%; "
+            f"{attn_src}")
+    return Efficiency(matmul_ceiling=bf16 if bf16 is not None else DEFAULT_CEILING,
+                      fp8_ceiling=fp8, attention_ceiling=attn, attention_kernel=attention_kernel,
+                      compute_units=device.compute_units, source=src)
 
 
-def training_efficiency(device: Device) -> Efficiency:
-    """Efficiency for whole training steps: the roofline priors with the end-to-end factor
-    and attention ceiling fitted on the train half of published training runs
-    (benchmarks/fit_training.py) and checked on the other half."""
-    base = default_efficiency(device)
-    return replace(base, end_to_end=TRAINING_END_TO_END,
-                   attention_ceiling=TRAINING_ATTENTION_CEILING,
-                   source=base.source + f"; end-to-end {TRAINING_END_TO_END:.0%} and attention "
-                   f"{TRAINING_ATTENTION_CEILING:.0%} fitted on published training runs")
+TRAINING_END_TO_END = 0.66
+"""End-to-end factor for training steps (see Efficiency.end_to_end): the one constant fitted
+on all 13 calibration families at once by benchmarks/fit_training.py, 2026-12-01 (objective:
+median over families of the family median |error|, 7.9 %); fitted without each family in turn
+it stays within 0.64-0.66 (leave-one-family-out table in the README)."""
+
+
+def training_efficiency(device: Device, attention_kernel: str = "fa2",
+                        end_to_end: float | None = None) -> Efficiency:
+    """Efficiency for whole training steps: the device's measured ceilings, GEMM tile/wave
+    quantization, the attention kernel's measured ceiling, and the fitted end-to-end factor."""
+    base = default_efficiency(device, attention_kernel)
+    e2e = TRAINING_END_TO_END if end_to_end is None else end_to_end
+    return replace(base, end_to_end=e2e, gemm_quantization=True,
+                   source=base.source + f"; GEMM tile/wave quantization on "
+                   f"{device.compute_units or '?'} SMs; end-to-end {e2e:.0%} fitted on the "
+                   "calibration families (benchmarks/fit_training.py)")
+
+
+def framework_efficiency(device: Device, framework: Framework,
+                         end_to_end: float | None = None) -> Efficiency:
+    """Training efficiency as `framework` runs: its attention kernel's measured ceiling on
+    `device` and its communication overlaps."""
+    eff = training_efficiency(device, framework.attention_kernel, end_to_end)
+    return replace(eff, tp_comm_overlap=framework.tp_comm_overlap,
+                   param_gather_overlap=framework.param_gather_overlap,
+                   zero3_prefetch_params=framework.zero3_prefetch_params,
+                   source=eff.source + f"; framework profile {framework.name}")
 
 
 def ideal_efficiency() -> Efficiency:
@@ -161,6 +217,9 @@ def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
                 for dt, v in flops.items() if dt in DTYPES}
     bw = _positive("memory_bw_bytes_per_s", profile.get("memory_bw_bytes_per_s"))
     measured["memory"] = bw
+    if profile.get("attention_flops_per_s"):  # fused attention, measured by `gpuplan bench`
+        measured["attention"] = _positive("attention_flops_per_s",
+                                          profile["attention_flops_per_s"])
     launch = profile.get("launch_overhead_s")
     base = base or default_efficiency(device)
     rates = ", ".join(f"{dt} {v / 1e12:.3g} TFLOP/s" for dt, v in measured.items()

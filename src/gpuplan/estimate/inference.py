@@ -53,12 +53,13 @@ def weight_bytes(m: ModelSpec, cfg: InferConfig) -> float:
     """Per GPU. Quantization (fp8/int8/int4) applies to the transformer blocks' matrices; the
     token embedding and the LM head stay 16-bit, as in the FP8 checkpoints of TensorRT Model
     Optimizer ("only the linear operators within transformer blocks"), GPTQ/AWQ and
-    bitsandbytes; norms and biases too."""
+    bitsandbytes; norms and biases too. Unquantized weights (fp32, 16-bit) are all stored at
+    that dtype."""
     st = stages(m, cfg.tp, 1, 1)[0]
     wb = Impl(weight_dtype=cfg.weight_dtype).weight_bytes()
     vocab = m.vocab_size * m.hidden_size / cfg.tp * (1 if m.tie_embeddings else 2)
     blocks = st.matrix_params - vocab if m.arch == "decoder" else st.matrix_params
-    return blocks * wb + (st.params - blocks) * 2.0
+    return blocks * wb + (st.params - blocks) * max(2.0, DTYPE_BYTES[cfg.weight_dtype])
 
 
 def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult:

@@ -17,6 +17,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gpuplan.estimate.memory_peak import (
+    LossBuffers,
+    fsdp_buffers,
+    loss_buffers,
+    ops_loss_saved,
+    per_op_sac_saved,
+    transient_moment,
+)
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.ops.blocks import FP32
 from gpuplan.ops.impl import Impl, train_impl
@@ -237,10 +245,13 @@ def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float])
 def in_flight(lay: Layout, stage: int) -> Array:
     """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
     min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
-    et al. 2022 §4.2.3). Gradient accumulation without a pipeline: one at a time."""
+    et al. 2022 §4.2.3), i.e. its warm-up of 2(p - i - 1) + (v - 1)p model chunks of 1/v
+    stage each (Narayanan et al. 2021 §2.2), never more than the m·v chunks there are.
+    Gradient accumulation without a pipeline: one at a time."""
     pp, v = lay.pp, lay.v
-    held = np.minimum(pp - stage, np.maximum(lay.n_micro, 1)) * np.where(
-        v > 1, 1 + (pp - 1) / (pp * v), 1.0)
+    micro = np.maximum(lay.n_micro, 1)
+    held = np.minimum(np.minimum(pp - stage, micro) * np.where(
+        v > 1, 1 + (pp - 1) / (pp * v), 1.0), micro)
     return scalar(np.where(pp > 1, held, 1.0))
 
 
@@ -262,6 +273,10 @@ class MemoryProfile:
     """transient peak of any other stage"""
     layer_params: float = 0.0
     """parameters of the largest layer on one GPU (what ZeRO-3 gathers at a time)"""
+    head_extra: float = 0.0
+    """saved bytes the training stack's loss keeps beyond the op model's fp32 cross-entropy
+    (estimate.memory_peak.loss_buffers; may be negative)"""
+    loss: LossBuffers | None = None
 
 
 def checkpointed(m: ModelSpec, cfg: TrainConfig, impl: Impl,
@@ -286,26 +301,53 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
             m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl))
     loc = local_sizes(m, impl, cfg.seq_len)
     per_block = checkpointed(m, cfg, impl, saved) if full else saved
-    prof = MemoryProfile(per_block, saved, loc.seq, loc.vocab, DTYPE_BYTES[cfg.compute_dtype])
+    b = cfg.behaviour
+    if cfg.recompute == "selective" and b.selective == "per-op":
+        per_block = per_op_sac(m, cfg, impl, per_block)
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b)
+    # the stack's loss instead of the op model's (PyTorch's fp32 cross-entropy)
+    head_extra = 0.0
+    if b.loss != "fp32":
+        head_extra = loss.saved - ops_loss_saved(build_training(m, cfg.micro_batch,
+                                                                cfg.seq_len, impl))
+    elif b.keeps_logits:
+        head_extra = cfg.micro_batch * loc.seq * loc.vocab * e
+    prof = MemoryProfile(per_block, saved, loc.seq, loc.vocab, e, head_extra=head_extra,
+                         loss=loss)
     layer_params = (m.attention_params() + max(m.mlp_params(), m.moe_params() if m.is_moe
                                                else 0)) / cfg.tp
     return replace(prof, peak_head=transient_peak(m, cfg, prof, True),
                    peak_body=transient_peak(m, cfg, prof, False), layer_params=layer_params)
 
 
+def per_op_sac(m: ModelSpec, cfg: TrainConfig, impl: Impl,
+               per_block: dict[str, float]) -> dict[str, float]:
+    """Per-layer saved bytes under per-op selective checkpointing (estimate.memory_peak)."""
+    ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    loc = local_sizes(m, impl, cfg.seq_len)
+    x = cfg.micro_batch * loc.seq * loc.rep * m.hidden_size * DTYPE_BYTES[cfg.compute_dtype]
+    out = dict(per_block)
+    for block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP, BLOCK_MOE):
+        if block in per_block:
+            out[block] = per_op_sac_saved(ops, block, block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW),
+                                          x)
+    return out
+
+
 def transient_peak(m: ModelSpec, cfg: TrainConfig, prof: MemoryProfile, has_head: bool) -> float:
-    """Transient peak on top of the saved activations: the loss backward holds fp32 logits
-    and their gradient (last stage); later, one layer's backward holds its recomputed
-    activations (full recompute) and the gradients flowing through it (about two of its
-    widest tensors). They are never live together: the larger one counts."""
+    """Transient peak on top of the saved activations (estimate.memory_peak): the loss
+    backward (last stage; what it allocates depends on the stack's loss kind) or one layer's
+    backward, which holds its recomputed activations (full recompute) and the gradients
+    flowing through it (about two of its widest tensors). They are never live together: the
+    larger one counts."""
     t = cfg.micro_batch * prof.seq_local
     layer_full = max((v for k, v in prof.full_block.items() if k.startswith("layer")),
                      default=0.0)
     widest = max(m.intermediate_size * (2 if m.mlp == "gated" else 1) // cfg.tp,
                  m.hidden_size)
     layer_backward = 2 * t * widest * prof.e + (layer_full if cfg.recompute == "full" else 0.0)
-    loss = t * prof.vocab_local * (FP32 + prof.e) if has_head else 0.0
-    return max(layer_backward, loss)
+    return transient_moment(layer_backward, prof.loss if has_head else None)[0]
 
 
 @dataclass(frozen=True)
@@ -328,7 +370,8 @@ class StageFacts:
 
 def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) -> StageFacts:
     return StageFacts(st.index, st.params, st.matrix_params,
-                      stage_activation_bytes(m, st, prof.per_block),
+                      stage_activation_bytes(m, st, prof.per_block)
+                      + (prof.head_extra if st.has_head else 0.0),
                       prof.peak_head if st.has_head else prof.peak_body, prof.layer_params,
                       max(cfg.tp, cfg.cp, cfg.ep) > 1)
 
@@ -337,15 +380,21 @@ def other_items(cfg: TrainConfig, lay: Layout, sf: StageFacts, acts: Array) -> d
     """Buffers beside weights, states and saved activations (scalars or arrays)."""
     bpp = state_bytes_per_param(cfg)
     z = lay.z
-    # FSDP/ZeRO-3: the layer in use and the next one prefetched, gathered in the compute
-    # dtype, plus one layer's unsharded gradients before reduce-scatter
-    gathered = sf.layer_params * (2 * bpp["weights"] + bpp["gradients"])
+    # FSDP/ZeRO-3 (estimate.memory_peak.fsdp_buffers): the units in flight gathered in the
+    # compute dtype plus one unit's unsharded gradients; under PP without resharding, the
+    # whole stage unsharded
+    b = cfg.behaviour
+    gathered = fsdp_buffers(sf.layer_params, sf.params, bpp["weights"], bpp["gradients"], 1,
+                            b)["gathered_parameters"]
+    whole = np.logical_and(np.logical_and(z >= 3, lay.pp > 1), not b.fsdp_reshard_with_pp)
+    unsharded = sf.params * (bpp["weights"] + bpp["gradients"])
     buckets = np.where(np.logical_and(lay.offload, z == 2),
                        np.minimum(OFFLOAD_BUCKET_ELEMENTS, sf.params) * bpp["gradients"],
                        np.where(lay.dp > 1, 2.0 * DDP_BUCKET_BYTES, 0.0))
     parallel = np.logical_or(np.maximum(lay.dp, lay.pp) > 1, sf.model_parallel)
     return {"transient_peak": sf.peak,
-            "gathered_parameters": np.where(z >= 3, gathered, 0.0),
+            "gathered_parameters": np.where(np.logical_and(z >= 3, ~whole), gathered, 0.0),
+            "unsharded_stage_parameters": np.where(whole, unsharded, 0.0),
             "gradient_buckets": np.where(z >= 3, 0.0, buckets),
             "nccl_buffers": np.where(parallel, float(NCCL_BYTES), 0.0),
             "cuda_context": float(cfg.cuda_context_bytes),
@@ -379,7 +428,8 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
             for st in stages(m, cfg.tp, cfg.pp, cfg.ep)]
     st, (main, other) = max(rows, key=lambda r: stage_total(r[1]))  # the fullest stage
     other_items_ = {k: int(v) for k, v in other.items()
-                    if v or k not in ("gathered_parameters", "gradient_buckets", "nccl_buffers")}
+                    if v or k not in ("gathered_parameters", "unsharded_stage_parameters",
+                                      "gradient_buckets", "nccl_buffers")}
     per_gpu = {k: int(v) for k, v in main.items()}
     per_gpu["other"] = sum(other_items_.values())  # sums exactly
     details: dict[str, object] = {
@@ -387,15 +437,24 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
         "bytes_per_param": state_bytes_per_param(cfg),
         "activation_micro_batches": in_flight(lay, st.index),
         "saved_activation_bytes_per_micro_batch": int(stage_activation_bytes(m, st,
-                                                                             prof.per_block)),
+                                                                             prof.per_block)
+                                                      + (prof.head_extra if st.has_head
+                                                         else 0.0)),
         "stages": [{"stage": r[0].index, "layers": r[0].layers, "total_bytes": int(stage_total(
             r[1]))} for r in rows],
         "grad_accum": cfg.grad_accum,
         "note": "gradient accumulation does not change per-step memory: micro-batches run one "
                 "after another and gradients accumulate in place",
     }
+    assumptions = _train_assumptions(cfg, device)
+    assumptions["memory_behaviour"] = cfg.behaviour.to_json()
+    if prof.loss is not None:
+        assumptions["loss"] = prof.loss.basis
+        details["peak_moment"] = ("start of backward (loss backward)" if st.has_head and
+                                  prof.loss.transient >= other["transient_peak"] else
+                                  "backward of one layer")
     return MemoryResult("train", per_gpu, other_items_, device.capacity_bytes, device.name,
-                        _train_assumptions(cfg, device), details)
+                        assumptions, details)
 
 
 def capacity_note(device: Device) -> str:

@@ -74,8 +74,10 @@ def vector_peak(device: Device) -> float:
 def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     if op.kind in MATMUL_KINDS:
         peak = eff.measured.get(op.dtype) or device.matmul_peak(op.dtype)
-        share = 1.0 if op.dtype in eff.measured else eff.compute(op.executed_flops, op.dtype)
-        if op.kind == "attention":
+        share = 1.0 if op.dtype in eff.measured else eff.matmul_share(op)
+        if op.kind == "attention" and "attention" in eff.measured:  # measured fused kernel
+            peak, share = eff.measured["attention"], 1.0
+        elif op.kind == "attention":
             share = min(share, eff.attention_ceiling)
         share *= eff.end_to_end
     else:
@@ -99,7 +101,7 @@ def roofline(ops: OpList, device: Device, efficiency: Efficiency | None = None,
     rows = []
     for o in ops:
         key = (o.kind, o.dtype, o.executed_flops, o.bytes_read, o.bytes_written, o.count,
-               o.kernels)
+               o.kernels, o.shape)
         hit = cache.get(key)
         if hit is None:
             hit = cache[key] = op_time(o, device, eff)

@@ -89,8 +89,8 @@ def scaling_curve(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, max_gpus: in
         elif r.step_time_s:
             base = r
             row.update(speedup=1.0, efficiency=1.0, why="baseline")
-        else:
-            row["why"] = "does not fit in memory"
+        if not r.fits:
+            row["why"] = "does not fit in memory (timed as if it fit); " + row.get("why", "")
         points.append(row)
         n *= 2
     return points

@@ -43,6 +43,7 @@ from gpuplan.estimate.step import (
     stage_comm,
     stage_compute,
     tp_all_reduces_per_layer,
+    zero3_prefetch_share,
 )
 from gpuplan.estimate.training import (
     BlockProfile,
@@ -146,7 +147,8 @@ def _group(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
         if cfg.recompute == "none":
             done[key] = (prof, mem)
     return _Group(cfg, prof, mem,
-                  group_comm(m, cfg, impl, cluster.gpus_per_node, _plain(cluster)))
+                  group_comm(m, cfg, impl, cluster.gpus_per_node, _plain(cluster),
+                             eff.tp_comm_overlap))
 
 
 def _plain(cluster: Cluster, memo: dict[tuple[object, ...], float] | None = None) -> Coll:
@@ -286,7 +288,9 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     _, pp_exp = pp_comm(x["t_p2p"], pp, n_micro, v, True)
     fwd = x["compute_mb"] * x["fwd_share"]
     _, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
-                        x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True)
+                        x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True,
+                        eff.param_gather_overlap,
+                        zero3_prefetch_share(eff, x["params"], x["layers"]))
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)

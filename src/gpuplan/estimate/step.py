@@ -79,18 +79,25 @@ def pp_comm(t_p2p: Array, pp: Array, n_micro: Array, v: Array,
 
 
 def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, fwd: Array,
-            bwd: Array, n_micro: Array, overlap: bool) -> tuple[Array, Array]:
+            bwd: Array, n_micro: Array, overlap: bool, gather_overlap: bool = False,
+            prefetch: Array = 1.0) -> tuple[Array, Array]:
     """(total, exposed) data-parallel communication. ZeRO-0: gradients all-reduced; ZeRO-1/2:
     reduce-scattered, parameters all-gathered after the step; ZeRO-3: parameters gathered in
     forward and backward and gradients reduce-scattered every micro-batch (Rajbhandari et al.
     2020 §5). Bucketed and overlapped with the last micro-batch's backward (ZeRO-3: with each
-    micro-batch's compute); exposed = what does not fit. Pass zeros when dp x cp = 1."""
+    micro-batch's compute); exposed = what does not fit. Pass zeros when dp x cp = 1.
+    Framework overlaps (Efficiency): `gather_overlap` hides the ZeRO-1/2 parameter gather
+    behind the next forward (Megatron-Core --overlap-param-gather); `prefetch` is the share of
+    a ZeRO-3 gather that can run ahead of use (DeepSpeed stage3_prefetch_bucket_size / layer
+    parameters; 1 = a whole block ahead, FSDP)."""
     total = np.select([z == 0, z < 3], [ar, rs + ag], (2 * ag3 + rs3) * n_micro)
     if not overlap:
         return total, total
-    z3 = (np.maximum(0.0, ag3 - fwd) + np.maximum(0.0, ag3 + rs3 - bwd)) * n_micro
+    z3 = ((1 - prefetch) * 2 * ag3 + np.maximum(0.0, prefetch * ag3 - fwd)
+          + np.maximum(0.0, prefetch * ag3 + rs3 - bwd)) * n_micro
+    ag12 = np.maximum(0.0, ag - fwd) if gather_overlap else ag
     exposed = np.select([z == 0, z < 3], [np.maximum(0.0, ar - bwd),
-                                          np.maximum(0.0, rs - bwd) + ag], z3)
+                                          np.maximum(0.0, rs - bwd) + ag12], z3)
     return total, exposed
 
 
@@ -109,6 +116,15 @@ def memory_efficiency(eff: Efficiency, nbytes: Array) -> Array:
         return eff.memory(float(nbytes))
     uniq, inv = np.unique(nbytes, return_inverse=True)
     return np.array([eff.memory(float(u)) for u in uniq])[inv]
+
+
+def zero3_prefetch_share(eff: Efficiency, params: Array, layers: Array) -> Array:
+    """Share of a ZeRO-3 layer gather that can overlap compute: min(1, prefetched parameters /
+    parameters per layer); 1 when the framework prefetches whole blocks (eff field None)."""
+    if not eff.zero3_prefetch_params:
+        return 1.0
+    per_layer = np.maximum(np.asarray(params, dtype=float) / np.maximum(layers, 1), 1.0)
+    return np.minimum(1.0, eff.zero3_prefetch_params / per_layer)
 
 
 def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,

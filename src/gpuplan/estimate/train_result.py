@@ -44,6 +44,8 @@ class TrainResult:
         out["run"] = run
         if self.profile is not None:
             out["assumptions"] = {**out["assumptions"], "profile": self.profile}
+        if self.extra_assumptions:
+            out["assumptions"] = {**out["assumptions"], **self.extra_assumptions}
         if self.scaling is not None:
             out["scaling"] = self.scaling
         return out

@@ -49,6 +49,7 @@ from gpuplan.estimate.step import (
     stage_comm,
     stage_compute,
     tp_all_reduces_per_layer,
+    zero3_prefetch_share,
 )
 from gpuplan.estimate.step import offload_step_time as offload_step_time
 from gpuplan.ops.impl import Impl, train_impl
@@ -64,7 +65,8 @@ from gpuplan.units import DTYPE_BYTES
 
 @dataclass
 class StepResult:
-    """One training step; times in seconds. `fits` False means not timed (None fields)."""
+    """One training step; times in seconds. `fits` is the memory verdict; the step is timed
+    either way (a layout that does not fit still gets its speed)."""
 
     fits: bool
     memory: MemoryResult
@@ -222,13 +224,15 @@ class GroupComm:
     act_bytes: float
 
 
-def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll) -> GroupComm:
+def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll,
+               tp_overlap: float = 0.0) -> GroupComm:
+    """`tp_overlap`: share of each TP collective hidden behind GEMMs (Efficiency)."""
     loc = local_sizes(m, impl, cfg.seq_len)
     e = DTYPE_BYTES[cfg.compute_dtype]
     t_tok = cfg.micro_batch * loc.seq
     act_bytes = t_tok * m.hidden_size * e
     tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
-                  min(cfg.tp, gpn)) if cfg.tp > 1 else 0.0)
+                  min(cfg.tp, gpn)) * (1 - tp_overlap) if cfg.tp > 1 else 0.0)
     ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.tp)))
     a2a = (coll("expert parallel dispatch/combine", "all_to_all",
                 t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
@@ -291,9 +295,6 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                      peak_flops_per_s=device.matmul_peak(dtype if dtype != "fp8" else "bf16"))
     model_fwd = flops_summary(m, cfg.micro_batch, cfg.seq_len)["forward_flops"]
     res.model_flops_per_step = 3 * model_fwd * gb / cfg.micro_batch
-    if not mem.fits:
-        res.assumptions = {"note": "does not fit in memory: not timed"}
-        return res
     impl = train_impl(cfg, device.kind)
     prof = timing_profile(m, cfg, impl, device, eff)
     calls: list[dict[str, Any]] = []
@@ -305,7 +306,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                       "busbw_bytes_per_s": ct.busbw_bytes_per_s, "link": ct.link})
         return ct.time_s
 
-    gc = group_comm(m, cfg, impl, gpn, coll)
+    gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_comm_overlap)
     ar_layer = tp_all_reduces_per_layer(cfg.recompute)
     sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
     compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
@@ -328,7 +329,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     fwd_mb = compute_mb * prof.fwd_share
     dp_total, dp_exposed = (float(x) for x in dp_comm(
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
-        overlap))
+        overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers)))
     if cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
         hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params * state_bytes_per_param(
             cfg)["gradients"] / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
@@ -352,6 +353,10 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.hardware_flops_per_step = prof.hw_flops * n_micro * cfg.dp * cfg.tp * cfg.cp
     res.collectives = calls
     res.assumptions = _assumptions(cfg, cluster, eff, overlap, dtype)
+    if not mem.fits:
+        res.assumptions["memory_verdict"] = (
+            f"does not fit: would need {mem.total_bytes / 1e9:.1f} GB of "
+            f"{mem.capacity_bytes / 1e9:.1f} GB usable; timed as if it fit")
     return res
 
 
@@ -360,8 +365,11 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
     return {
         "efficiency": eff.describe(), "fused_kernels": cfg.fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
-                    "gathers overlap each micro-batch; CP overlaps attention; TP and EP "
-                    "collectives are exposed") if overlap else "none: every collective exposed",
+                    "gathers overlap each micro-batch as far as the prefetch reaches; CP "
+                    "overlaps attention; ZeRO-1/2 parameter gather "
+                    f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
+                    f"TP collectives {eff.tp_comm_overlap:.0%} hidden; EP exposed")
+                   if overlap else "none: every collective exposed",
         "links": {"scale_up": cluster.scale_up.model_dump(),
                   "scale_out": cluster.scale_out.model_dump()},
         "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,

@@ -118,6 +118,11 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             step()
         if "attention" in sections:
             r["attention"] = fusion.measure_attention(device, clock, spec, eff, quick, progress)
+            a = r["attention"]
+            if "time_s" in a["sdpa"]:  # fused attention's rate: QKᵀ and PV, 2 x 2·b·h·s²·d
+                sh = a["shape"]
+                work = 4.0 * sh["batch"] * sh["heads"] * sh["seq"] ** 2 * sh["head_dim"]
+                r["attention_flops_per_s"] = work / a["sdpa"]["time_s"]
             step()
     if "collectives" in sections:
         from gpuplan.measure import collectives as coll
@@ -137,5 +142,21 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             r["collectives_launch"] = f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"
         step()
     ident["load_average_end"] = _load()
+    r["unstable"] = unstable_measurements(r)
     r["runtime_s"] = time.perf_counter() - t0
     return r
+
+
+def unstable_measurements(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ceilings whose repeated rounds disagreed (measure.stability), with the reason."""
+    out = []
+    for dt, x in (r.get("matmul") or {}).items():
+        rep = x.get("repeats")
+        if rep and not rep["stable"]:
+            out.append({"what": f"matmul {dt}", "reason": rep["unstable_reason"],
+                        "round_flops_per_s": rep["round_flops_per_s"]})
+    rep = (r.get("memory") or {}).get("repeats")
+    if rep and not rep["stable"]:
+        out.append({"what": "memory bandwidth", "reason": rep["unstable_reason"],
+                    "round_bytes_per_s": rep["round_bytes_per_s"]})
+    return out

@@ -68,6 +68,16 @@ class DtypeResult:
     skipped: str | None = None
     """why the dtype was not measured"""
     skipped_sizes: list[str] = field(default_factory=list)
+    repeats: dict[str, Any] | None = None
+    """the best size re-measured in rounds (measure.stability): rate, spread, stable flag"""
+
+    @property
+    def sustained(self) -> float | None:
+        """The dtype's rate: the best size's best round when it was repeated."""
+        if self.repeats is not None:
+            return float(self.repeats["best_round_flops_per_s"])
+        b = self.best
+        return b.stats.rate(b.flops) if b is not None else None
 
     @property
     def best(self) -> MatmulPoint | None:
@@ -77,9 +87,12 @@ class DtypeResult:
         b = self.best
         if b is None:
             return {"skipped": self.skipped or "no size measured"}
-        return {"sustained_flops_per_s": b.stats.rate(b.flops),
+        return {"sustained_flops_per_s": self.sustained,
                 "best_flops_per_s": b.stats.rate(b.flops, "best"),
-                "statistic": "median at the best size (best_flops_per_s: best sample)",
+                "statistic": ("best size, re-measured in rounds: the best round's median "
+                              "(see repeats)" if self.repeats else
+                              "median at the best size (best_flops_per_s: best sample)"),
+                "repeats": self.repeats,
                 "best_size": {"m": b.m, "n": b.n, "k": b.k}, "n": b.stats.n,
                 "sizes": [p.to_json() for p in self.points],
                 "skipped_sizes": self.skipped_sizes}
@@ -168,9 +181,29 @@ def _time_one(dtype: str, device: str, clock: Clock, m: int, n: int, k: int, cac
     return st
 
 
+def _confirm(res: DtypeResult, dtype: str, device: str, clock: Clock, cache_bytes: int,
+             flush: Callable[[], None], budget_s: float, rounds: int) -> dict[str, Any]:
+    """Re-measure the best size in separate rounds until they agree (measure.stability)."""
+    from gpuplan.measure.stability import REL_TOL, repeated
+
+    b = res.best
+    assert b is not None
+    sets = max(1, min(4, math.ceil(2 * cache_bytes / ((b.m * b.k + b.k * b.n) * 4))))
+    fn, out = _kernel(dtype, device, b.m, b.n, b.k, sets)
+
+    def setup() -> None:
+        poison(out)
+        flush()
+
+    r = repeated(fn, clock, b.flops, rounds=rounds, budget_s=budget_s, setup=setup)
+    if not was_written(out):
+        raise RuntimeError(f"matmul {dtype} {b.m}x{b.n}x{b.k}: output not written")
+    return {**r.to_json(rounds, REL_TOL), "size": {"m": b.m, "n": b.n, "k": b.k}}
+
+
 def measure_dtype(dtype: str, device: str, clock: Clock, sizes: list[tuple[int, int, int]],
                   cache_bytes: int, per_call_cap_s: float, budget_s: float,
-                  progress: Progress | None = None) -> DtypeResult:
+                  progress: Progress | None = None, confirm_rounds: int = 3) -> DtypeResult:
     """Sweep `sizes` (by FLOPs, ascending); skip a size whose predicted call time exceeds
     `per_call_cap_s` (CPU bf16 without a bf16 unit runs at a few GFLOP/s)."""
     import torch
@@ -203,6 +236,9 @@ def measure_dtype(dtype: str, device: str, clock: Clock, sizes: list[tuple[int, 
             p = MatmulPoint(m, n, k, st)
             res.points.append(p)
             rate = max(p.stats.rate(p.flops), 1.0) if m == n == k else rate
+        if res.points and confirm_rounds:
+            res.repeats = _confirm(res, dtype, device, clock, cache_bytes, flush, budget_s,
+                                   confirm_rounds)
     finally:
         torch.set_float32_matmul_precision(prev)
     return res
@@ -223,7 +259,7 @@ def flops_by_dtype(results: dict[str, DtypeResult]) -> dict[str, float]:
     """The contract's `matmul_flops_per_s`: sustained rate per measured dtype."""
     out = {}
     for dt, r in results.items():
-        b = r.best
-        if b is not None:
-            out[dt] = b.stats.rate(b.flops)
+        rate = r.sustained
+        if rate is not None:
+            out[dt] = rate
     return out

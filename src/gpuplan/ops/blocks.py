@@ -207,13 +207,14 @@ def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk:
 def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal: bool,
                     useful_keys: float, p_drop: float, softmax_fp32: bool,
                     sk: int | None = None, internal_bytes: float | None = None,
-                    selective: bool = False) -> None:
+                    selective: bool = False, kv_view_heads: int | None = None) -> None:
     """Eager attention: S = QKᵀ·scale + mask, P = softmax(S), O = P·V; the b·h·s² scores and
     probabilities go through memory (bytes grow with s²). K and V are expanded to all query
     heads first (HF repeat_kv). Keeps q, k, the softmax output (fp32 when upcast), its cast,
     the dropout mask and dropped probabilities, and v. `internal_bytes`=4 is PyTorch's CPU
     math path, which computes bf16/fp16 attention in fp32. `selective` (Korthikanti et al.
-    2022 §5): keep only q, k, v and recompute the s² part in backward."""
+    2022 §5): keep only q, k, v and recompute the s² part in backward. `kv_view_heads`: the
+    expanded K and V are views of this many heads (no copy), so only those are kept."""
     if internal_bytes is not None and internal_bytes != c.e:
         inner = Ctx(phase=c.phase, dtype="fp32", e=internal_bytes, train=c.train,
                     mask_bytes=internal_bytes if c.mask_bytes != 1 else 1,
@@ -232,11 +233,12 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
     start = len(c.fwd)
     sk = s if sk is None else sk
     q, k, v, o = b * s * h * dqk, b * sk * h * dqk, b * sk * h * dv, b * s * h * dv
+    kv_keep = (kv_view_heads or h) / h  # share of the expanded K/V storage autograd keeps
     ss = b * h * s * sk
     useful = ss * useful_keys / sk if sk else 0.0
     shape = f"b{int(b)} h{h} s{s}x{sk} d{dqk}"
-    c.op("attn.scores", "attention", 2 * ss * dqk, (q + k) * e, ss * e, saved=(q + k) * e,
-         useful=2 * useful * dqk, shape=shape)
+    c.op("attn.scores", "attention", 2 * ss * dqk, (q + k) * e, ss * e,
+         saved=(q + k * kv_keep) * e, useful=2 * useful * dqk, shape=shape)
     sm_bytes = FP32 if softmax_fp32 else e
     # scale and mask (2 kernels), softmax (in fp32 when upcast), cast back
     c.op("attn.mask_scale", "elementwise", 2 * ss, 2 * ss * e, 2 * ss * e, kernels=2,
@@ -248,13 +250,13 @@ def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal:
     if p_drop > 0 and c.train:
         dropout(c, "attn.dropout", ss, p_drop)
         c.fwd[-1] = _with_saved(c.fwd[-1], c.fwd[-1].saved_bytes + ss * e)  # dropped probs
-    c.op("attn.pv", "attention", 2 * ss * dv, ss * e + v * e, o * e, saved=v * e,
+    c.op("attn.pv", "attention", 2 * ss * dv, ss * e + v * e, o * e, saved=v * kv_keep * e,
          useful=2 * useful * dv, shape=shape)
     if selective and c.train:
         for i in range(start, len(c.fwd)):
             op = c.fwd[i]
-            keep = (q + k) * e if op.name.endswith("scores") else v * e if op.name.endswith(
-                "pv") else 0.0
+            keep = ((q + k * kv_keep) * e if op.name.endswith("scores") else
+                    v * kv_keep * e if op.name.endswith("pv") else 0.0)
             c.fwd[i] = _with_saved(op, keep)
             c.bwd.append(recomputed(op))
     if c.train:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuplan.errors import InputError
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import TrainConfig, check_positive, check_split
 from gpuplan.units import DTYPE_BYTES
@@ -57,6 +58,12 @@ class Impl:
     """Hugging Face models build a KV cache even in training (use_cache=True) and attend to its
     copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
     output and the copies alive. False for frameworks without it (Megatron, nanoGPT, torchtitan)"""
+
+    def __post_init__(self) -> None:
+        for name in ("dtype", "matmul_dtype", "weight_dtype", "kv_dtype", "grad_dtype"):
+            value = getattr(self, name)
+            if value is not None and value not in DTYPE_BYTES:
+                raise InputError(name, value, f"one of {', '.join(DTYPE_BYTES)}")
 
     def weight_bytes(self) -> float:
         w = self.weight_dtype or self.dtype

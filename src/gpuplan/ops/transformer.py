@@ -83,10 +83,13 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     cpu_math = impl.attention == "flash" and impl.target == "cpu" and (p_attn > 0 or dqk != dv)
     if impl.attention == "naive" or cpu_math:
         start = len(c.fwd)
+        # HF repeat_kv expands K/V to every query head; torch.matmul folds (b, heads) into one
+        # batch dimension, a view (no copy) only when b == 1 and there is one KV head
+        kv_view = hkv if (b == 1 and hkv == 1 and h > 1 and not cpu_math) else None
         blocks.attention_naive(c, b, s, h, dqk, dv, m.causal, useful, p_attn,
                                softmax_fp32=m.softmax_fp32,
                                internal_bytes=FP32 if cpu_math else None, sk=seq_len,
-                               selective=impl.recompute == "selective")
+                               selective=impl.recompute == "selective", kv_view_heads=kv_view)
         if b == 1 and m.fused_qkv and m.position != "rope" and not cpu_math:
             # at batch 1 the eager matmul reshapes q without a copy: q stays a view of the
             # fused QKV output, which is then kept whole

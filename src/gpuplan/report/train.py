@@ -22,10 +22,10 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
              f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
     if not r["fits"]:
         mem = r["memory"]
-        con.print(f"{title}\nDOES NOT FIT: {units.format_bytes(mem['total_bytes'])} per GPU of "
-                  f"{units.format_bytes(mem['capacity_bytes'])}; not timed. Try `gpuplan memory "
-                  f"... --fix` or --search.")
-        return
+        con.print(f"DOES NOT FIT: would need {units.format_bytes(mem['total_bytes'])}"
+                  f" per GPU of {units.format_bytes(mem['capacity_bytes'])} usable; the speed "
+                  f"below is what it would run at if it fit. Try `gpuplan memory ... --fix` or "
+                  f"--search.")
     t = table(title, [("", "left"), ("value", "right")],
               caption="MFU: model FLOPs (no recompute, attention in full) / dense peak; "
                       "HFU counts recomputation. Overlap: " + r["assumptions"]["overlap"]

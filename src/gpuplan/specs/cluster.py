@@ -1,8 +1,12 @@
-"""Cluster: a device, GPUs per node, nodes, and the two link classes between GPUs.
+"""Cluster: a device, GPUs per node, nodes, and the link classes between GPUs.
 
-Defaults come from the device's catalog record (DGX/HGX-style nodes: 8 GPUs on NVLink/xGMI,
-one NIC per GPU); any field can be overridden. Bandwidths are per GPU per direction (one-way);
-`achievable` factors scale the rating to what NCCL ring collectives reach.
+A "node" here is the group of GPUs that share the scale-up fabric: an HGX/DGX server (8 GPUs on
+NVSwitch or an xGMI mesh), a GB200 NVL72 rack (72 GPUs on NVLink switches), a TPU slice (ICI
+torus across all its chips). Defaults come from the device file's `[topology]` (scale-up
+domain, devices per host, kind); without one, 8 GPUs per node. Inside a node, bridged pairs
+(H100 NVL) reach their partner over the bridge and the other GPUs over `host_link` (PCIe); a
+mesh (MI300X) has one link per peer, so a group of g GPUs gets (g - 1) links. Bandwidths are per
+GPU per direction (one-way); `efficiency` scales the rating to what ring collectives reach.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class Link(BaseModel):
     bw_bytes_per_s: float = Field(gt=0, description="rated, per GPU per direction")
     efficiency: float = Field(gt=0, le=1.1, description="achievable busbw / rating")
     latency_s: float = Field(ge=0, description="per collective step")
+    per_peer_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="mesh: one link per peer; a group of g GPUs uses g - 1")
 
     @property
     def achievable_bytes_per_s(self) -> float:
@@ -47,10 +53,20 @@ class Cluster(BaseModel):
     nodes: int = Field(default=1, ge=1)
     scale_up: Link
     scale_out: Link
+    scale_up_domain: int | None = Field(
+        default=None, ge=1, description="GPUs reachable over scale_up (None: the whole node); "
+        "smaller than the node for bridged pairs")
+    host_link: Link | None = Field(
+        default=None, description="between scale-up domains inside a node (PCIe for pairs)")
+    devices_per_host: int | None = Field(default=None, ge=1, description="GPUs per server")
 
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def domain(self) -> int:
+        return min(self.scale_up_domain or self.gpus_per_node, self.gpus_per_node)
 
 
 def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
@@ -59,13 +75,19 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     """DGX/HGX-style nodes of `device` holding `gpus` GPUs in total."""
     if gpus < 1:
         raise InputError("gpus", gpus, "a whole number >= 1")
-    per_node = gpus_per_node or (8 if device.kind != "cpu" else 1)
-    per_node = min(per_node, gpus) if gpus_per_node is None else per_node
+    topo = device.topology
+    node_default = 8 if device.kind != "cpu" else 1
+    if topo is not None:
+        node_default = topo.devices_per_node if topo.kind == "pairs" else topo.scale_up_domain
+    per_node = gpus_per_node or node_default
+    # a job smaller than a node uses `gpus` of that node's GPUs (one node, all on its links)
+    per_node = min(per_node, gpus)
     if gpus % per_node and gpus > per_node:
         raise InputError("gpus", gpus, f"a multiple of gpus-per-node ({per_node})")
     if device.scale_up is not None:
         up = Link(name=device.scale_up.name, bw_bytes_per_s=device.scale_up.bw_bytes_per_s,
-                  efficiency=NVLINK_RING_EFFICIENCY, latency_s=SCALE_UP_LATENCY_S)
+                  efficiency=NVLINK_RING_EFFICIENCY, latency_s=SCALE_UP_LATENCY_S,
+                  per_peer_bytes_per_s=topo.per_peer_bw_bytes_per_s if topo else None)
     elif device.pcie is not None:
         up = Link(name=f"{device.pcie.name} (no NVLink)", bw_bytes_per_s=device.pcie.bw_bytes_per_s,
                   efficiency=PCIE_EFFICIENCY, latency_s=SCALE_UP_LATENCY_S * 2)
@@ -80,5 +102,12 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
                efficiency=NETWORK_EFFICIENCY, latency_s=SCALE_OUT_LATENCY_S)
     if scale_out_bytes_per_s:
         out = out.model_copy(update={"bw_bytes_per_s": scale_out_bytes_per_s})
+    host = None
+    if topo is not None and topo.kind == "pairs" and device.pcie is not None:
+        host = Link(name=f"{device.pcie.name} (between bridged pairs)",
+                    bw_bytes_per_s=device.pcie.bw_bytes_per_s, efficiency=PCIE_EFFICIENCY,
+                    latency_s=SCALE_UP_LATENCY_S * 2)
     return Cluster(device=device, gpus_per_node=per_node, nodes=max(1, gpus // per_node),
-                   scale_up=up, scale_out=out)
+                   scale_up=up, scale_out=out,
+                   scale_up_domain=topo.scale_up_domain if topo else None, host_link=host,
+                   devices_per_host=topo.devices_per_node if topo else None)

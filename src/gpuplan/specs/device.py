@@ -42,6 +42,22 @@ class Link(BaseModel):
     bw_bytes_per_s: float = Field(gt=0, description="per GPU, per direction")
 
 
+class Topology(BaseModel):
+    """How devices connect beyond one link: the scale-up domain (GPUs that reach each other over
+    the scale-up link), devices per host, and the domain's shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scale_up_domain: int = Field(ge=1, description="devices on one scale-up fabric (NVLink "
+                                 "switch domain, ICI slice, xGMI mesh, bridged pair)")
+    devices_per_node: int = Field(ge=1, description="devices in one host/server")
+    kind: Literal["switch", "mesh", "torus", "pairs"] = Field(
+        description="switch: full bandwidth to any peer; mesh: one link per peer; torus: ICI "
+                    "rings; pairs: bridged pairs, PCIe between pairs")
+    per_peer_bw_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="mesh: one link to each peer, per direction")
+
+
 class Device(BaseModel):
     """An accelerator (or CPU socket) with its datasheet numbers in SI base units."""
 
@@ -73,6 +89,12 @@ class Device(BaseModel):
     list_price_usd: float | None = Field(default=None, gt=0)
     cloud_usd_per_hour: float | None = Field(default=None, gt=0, description="typical on-demand $/GPU-h")
     notes: str | None = None
+    ceilings: dict[str, float] = Field(
+        default_factory=dict,
+        description="measured achievable shares of peak: matmul_bf16, matmul_fp8, "
+                    "attention_fa2, attention_fa3, attention_cudnn (sourced in provenance as "
+                    "'ceiling.<key>')")
+    topology: Topology | None = Field(default=None, description="scale-up domain and host shape")
     provenance: dict[str, Provenance] = Field(
         description="field name (peaks as 'peak.bf16') -> where the number comes from"
     )
@@ -98,6 +120,8 @@ class Device(BaseModel):
                    "cloud_usd_per_hour"]
         needed = [f for f in numeric if getattr(self, f) is not None]
         needed += [f"peak.{d}" for d in self.peak_flops_per_s]
+        needed += [f"ceiling.{k}" for k in self.ceilings]
+        needed += ["topology"] if self.topology is not None else []
         missing = [f for f in needed if f not in self.provenance]
         if missing:
             raise ValueError(f"no source for: {', '.join(missing)}")

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan import units
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.specs.device import Device, Link, Provenance
+from gpuplan.specs.device import Device, Link, Provenance, Topology
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,6 +89,18 @@ class Values(BaseModel):
     cloud_price: ValueEntry | None = None
 
 
+class TopologyEntry(BaseModel):
+    """[topology]: scale-up domain size, devices per host, shape; one source for the record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    scale_up_domain: int = Field(ge=1)
+    devices_per_node: int = Field(ge=1)
+    kind: Literal["switch", "mesh", "torus", "pairs"]
+    per_peer_bandwidth: str | None = None
+    source: str
+    note: str | None = None
+
+
 class DeviceFile(BaseModel):
     """The raw record as written in the TOML file; unknown keys are rejected."""
 
@@ -109,6 +121,12 @@ class DeviceFile(BaseModel):
     scale_up: LinkEntry | None = None
     pcie: LinkEntry | None = None
     scale_out: LinkEntry | None = None
+    ceilings: dict[str, ValueEntry] = {}
+    """[ceilings]: measured achievable share of the dense peak (0-1) per kernel class"""
+    topology: TopologyEntry | None = None
+
+
+CEILING_KEYS = ("matmul_bf16", "matmul_fp8", "attention_fa2", "attention_fa3", "attention_cudnn")
 
 
 def _provenance(entry: ValueEntry, sources: dict[str, SourceEntry], where: str) -> Provenance:
@@ -165,8 +183,25 @@ def _convert(rec: DeviceFile) -> Device:
         if link is not None:
             bw = take(link.bandwidth, link_field, "bytes_per_s") or 0.0
             fields[link_field] = Link(name=link.name, bw_bytes_per_s=bw)
+    ceilings: dict[str, float] = {}
+    for key, entry in rec.ceilings.items():
+        if key not in CEILING_KEYS:
+            raise InputError("ceilings", key, f"one of {', '.join(CEILING_KEYS)}")
+        share = take(entry, f"ceiling.{key}", None) or 0.0
+        if not 0 < share <= 1:
+            raise InputError(f"ceilings.{key}", entry.value, "a share of peak in (0, 1]")
+        ceilings[key] = share
+    if rec.topology is not None:
+        t = rec.topology
+        prov["topology"] = _provenance(ValueEntry(value=0, source=t.source, note=t.note),
+                                       rec.sources, "topology")
+        peer = (units.parse(t.per_peer_bandwidth, "bytes_per_s", "topology.per_peer_bandwidth")
+                if t.per_peer_bandwidth else None)
+        fields["topology"] = Topology(scale_up_domain=t.scale_up_domain,
+                                      devices_per_node=t.devices_per_node, kind=t.kind,
+                                      per_peer_bw_bytes_per_s=peer)
     return Device(
-        name=rec.name, aliases=tuple(rec.aliases), vendor=rec.vendor, kind=rec.kind,
+        name=rec.name, ceilings=ceilings, aliases=tuple(rec.aliases), vendor=rec.vendor, kind=rec.kind,
         year=rec.year, form_factor=rec.form_factor, memory_type=rec.memory_type,
         compute_unit_name=rec.compute_unit_name, pcie_gen=rec.pcie_gen, notes=rec.notes,
         peak_flops_per_s=peaks, provenance=prov, **fields,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Literal, get_args
 
 from gpuplan.errors import InputError
+from gpuplan.specs.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
 from gpuplan.specs.model import ModelSpec
 
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
@@ -26,9 +27,9 @@ GiB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GiB)
 """CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process (typically 0.3-0.8 GiB; an
 assumption: `gpuplan bench` measures it)"""
-FRAGMENTATION = 0.10
-"""share of dynamic memory (activations + buffers) lost to allocator fragmentation in training
-(assumption; the ZeRO paper §3.2 reports > 30% in extreme cases)"""
+FRAGMENTATION = RESERVED_OVERHEAD
+"""share of dynamic memory (activations + buffers) the caching allocator reserves on top of
+what is allocated in training (specs.memory_behaviour.RESERVED_OVERHEAD: named, calibrated)"""
 INFER_FRAGMENTATION = 0.05
 """the same for inference, whose dynamic memory is mostly one preallocated KV pool"""
 
@@ -77,6 +78,12 @@ class TrainConfig:
     training_kv_cache: bool = True
     """Hugging Face models build a KV cache in training too (use_cache=True); False for
     frameworks without it (Megatron, nanoGPT, torchtitan)"""
+    memory_behaviour: MemoryBehaviour | None = None
+    """the training stack's loss, FSDP and pipeline memory habits (None: 'default')"""
+
+    @property
+    def behaviour(self) -> MemoryBehaviour:
+        return self.memory_behaviour or behaviour_for(None)
 
     def __post_init__(self) -> None:
         for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):

@@ -1,0 +1,102 @@
+"""What a training stack does with memory: the few choices that move the peak, per framework
+(a description, so it lives in specs: TrainConfig can carry it).
+
+A small pure record, so the framework profiles (`--framework`, the step-time side) can carry
+it: how the loss is computed (fp32 logits, fused in-place cross-entropy, chunked), what the
+training loop keeps alive across backward, how many FSDP units are gathered at once, whether
+FSDP reshards parameters between pipeline micro-batches, and the caching allocator's reserved
+overhead. Each default names where it comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from gpuplan.errors import UnknownNameError
+
+LossKind = Literal["fp32", "fused", "fused-inplace", "vocab-parallel", "chunked"]
+
+RESERVED_OVERHEAD = 0.13
+"""PyTorch caching allocator, reserved over allocated on the dynamic memory at the peak. Named
+and fitted once: the value that minimises the median |error| on the calibration peaks of
+benchmarks/validate_memory.py (torchtitan Llama 3.1 8B, Tables 1 and 3; 0.13), never on the
+validation rows. Why it is not larger: large blocks are rounded
+to 2 MiB and split from cached segments; an OOM first frees every cached unused block and
+retries (PyTorch docs, CUDA memory management), so only partly used segments are lost. The
+ZeRO paper's > 30 % (Rajbhandari et al. 2020 §3.2) is the extreme case, not the rule."""
+
+
+@dataclass(frozen=True)
+class MemoryBehaviour:
+    """Memory-side choices of one training stack."""
+
+    name: str
+    loss: LossKind = "fp32"
+    """fp32: logits upcast to fp32 and log_softmax kept (PyTorch cross_entropy on .float()
+    logits); fused: a fused kernel keeps the 16-bit logits and makes a 16-bit gradient
+    (flash-attn's CrossEntropyLoss, a torch.compile'd loss); fused-inplace: the same with the
+    gradient written over the logits (inplace_backward=True); vocab-parallel: Megatron's
+    cross-entropy on the fp32 upcast, softmax and gradient in place; chunked: logits made and
+    consumed a chunk of tokens at a time"""
+    keeps_logits: bool = False
+    """the 16-bit logits stay referenced through backward (HF returns them in its output)"""
+    loss_chunk_tokens: int = 1024
+    """tokens per chunk when loss == 'chunked'"""
+    selective: Literal["attention", "per-op"] = "attention"
+    """what --recompute selective keeps: attention = recompute the attention core only
+    (Korthikanti et al. 2022 §5, Megatron); per-op = torchtitan's per-op policy (every other
+    matmul output and the attention output kept, the rest recomputed)"""
+    fsdp_units_gathered: int = 2
+    """FSDP/ZeRO-3 units whose full parameters are live at once: the one computing and the one
+    prefetched (FSDP BACKWARD_PRE / FSDP2 implicit prefetch; ZeRO-3 prefetch bucket)"""
+    fsdp_reshard_with_pp: bool = True
+    """False: with pipeline parallelism the stage keeps its parameters (and their gradients)
+    unsharded across micro-batches (torchtitan sets reshard_after_forward=False under PP)"""
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "loss": self.loss, "keeps_logits": self.keeps_logits,
+                "loss_chunk_tokens": self.loss_chunk_tokens, "selective": self.selective,
+                "fsdp_units_gathered": self.fsdp_units_gathered,
+                "fsdp_reshard_with_pp": self.fsdp_reshard_with_pp,
+                "sources": list(self.sources)}
+
+
+BEHAVIOURS: dict[str, MemoryBehaviour] = {
+    "default": MemoryBehaviour(
+        name="default", loss="fp32", keeps_logits=False,
+        sources=("PyTorch F.cross_entropy on fp32-upcast logits (the common loop)",)),
+    "hf": MemoryBehaviour(
+        name="hf", loss="fp32", keeps_logits=True,
+        sources=("transformers ForCausalLMLoss upcasts logits to fp32; the model output keeps "
+                 "the 16-bit logits (CausalLMOutput.logits)",)),
+    "fsdp": MemoryBehaviour(
+        name="fsdp", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
+        fsdp_reshard_with_pp=False, selective="per-op",
+        sources=("torchtitan: cross_entropy(pred.flatten(0, 1).float()); `del pred` before "
+                 "backward; FSDP2 prefetches one unit; reshard_after_forward=False with PP",)),
+    "llm-foundry": MemoryBehaviour(
+        name="llm-foundry", loss="fused", keeps_logits=True, fsdp_units_gathered=2,
+        sources=("llm-foundry MPTForCausalLM: loss_fn defaults to fused_crossentropy, "
+                 "flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index=-100) "
+                 "(inplace_backward off); Composer keeps the outputs (logits); FSDP "
+                 "FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
+    "megatron": MemoryBehaviour(
+        name="megatron", loss="vocab-parallel", keeps_logits=False,
+        sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
+                 "2019 §3: logits never gathered; softmax and gradient in place)",)),
+    "deepspeed": MemoryBehaviour(
+        name="deepspeed", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
+        sources=("DeepSpeed ZeRO-3 prefetch (stage3_prefetch_bucket_size) of the next "
+                 "module; the model's own loss (fp32 cross-entropy)",)),
+}
+
+
+def behaviour_for(framework: str | None, **overrides: object) -> MemoryBehaviour:
+    """The memory behaviour of a framework name (None: 'default'), with field overrides."""
+    name = (framework or "default").lower()
+    if name not in BEHAVIOURS:
+        raise UnknownNameError("framework", name, sorted(BEHAVIOURS))
+    b = BEHAVIOURS[name]
+    return replace(b, **overrides) if overrides else b  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""The local web calculator: a JSON API generated from the CLI's commands, and one page."""

@@ -1,0 +1,191 @@
+"""Step-time mechanisms of issue 10: GEMM tile/wave quantization, attention kernel ceilings by
+device and implementation, framework profiles, and scale-up topology in the collective model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplan.errors import InputError, UnknownNameError
+from gpuplan.estimate.comm import collective_time
+from gpuplan.estimate.efficiency import framework_efficiency, training_efficiency
+from gpuplan.estimate.efficiency_attention import ATTENTION_PRIOR, attention_ceiling
+from gpuplan.estimate.efficiency_gemm import gemm_dims, quantization_efficiency, shape_efficiency
+from gpuplan.estimate.memory import TrainConfig
+from gpuplan.estimate.training import step_time
+from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.cluster import (
+    NVLINK_RING_EFFICIENCY,
+    PCIE_EFFICIENCY,
+    SCALE_UP_LATENCY_S,
+    default_cluster,
+)
+from gpuplan.specs.framework import DEFAULT_FRAMEWORK, framework_names, get_framework
+
+GB = 1e9
+
+# ---- GEMM quantization ------------------------------------------------------------------------
+
+
+def test_gemm_dims_parse_the_builders_shape_strings():
+    assert gemm_dims("4096x4096 @ 4096x14336") == (4096, 14336, 4096)
+    assert gemm_dims("b2 h16/4 s2048x2048 d128/128") is None
+    assert shape_efficiency("b2 h16 s2048", 132) == 1.0
+
+
+def test_full_waves_of_whole_tiles_waste_nothing():
+    # 132 tiles of 128 x 256 = exactly one wave on 132 SMs
+    assert quantization_efficiency(128 * 132, 256, 132) == 1.0
+
+
+def test_wave_quantization_4096_square_on_h100():
+    # 128x256 tiles: 32 x 16 = 512 tiles, ceil(512 / 132) = 4 waves -> 512 / 528 of the slots
+    assert quantization_efficiency(4096, 4096, 132) == pytest.approx(512 / 528)
+
+
+def test_tile_quantization_of_a_thin_matrix():
+    # M = 64 rows: the best tile is 64 x 128; N = 128 -> 1 tile on 108 SMs: 1/108 of a wave
+    assert quantization_efficiency(64, 128, 108) == pytest.approx(1 / 108)
+
+
+@given(st.integers(1, 70000), st.integers(1, 70000), st.integers(1, 200))
+def test_quantization_is_a_share(m, n, sms):
+    e = quantization_efficiency(m, n, sms)
+    assert 0 < e <= 1
+
+
+# ---- attention kernels ------------------------------------------------------------------------
+
+
+def test_attention_ceiling_by_device_and_kernel():
+    h100 = get_device("h100")
+    fa2, fa3, cudnn = (attention_ceiling(h100, k)[0] for k in ("fa2", "fa3", "cudnn"))
+    assert fa3 > cudnn > fa2  # FlashAttention-3 paper Fig. 5 ordering at seq >= 2k
+    a100 = get_device("a100")
+    assert attention_ceiling(a100, "fa3")[0] == attention_ceiling(a100, "fa2")[0] == 0.55
+    assert attention_ceiling(a100, "sdpa")[0] == 0.55  # SDPA dispatches to FA2 kernels
+    assert attention_ceiling(get_device("b200"), "fa2") == (
+        ATTENTION_PRIOR, "attention 50% prior (no fa2 measurement for B200)")
+    with pytest.raises(InputError):
+        attention_ceiling(h100, "fa9")
+
+
+def test_ceilings_are_sourced_shares():
+    for name in ("a100", "h100", "h200", "b200", "gb200", "mi300x"):
+        d = get_device(name)
+        assert d.ceilings, name
+        for key, share in d.ceilings.items():
+            assert 0 < share <= 1
+            assert f"ceiling.{key}" in d.provenance
+
+
+def test_matmul_ceiling_comes_from_the_device_file():
+    assert training_efficiency(get_device("h100")).matmul_ceiling == 0.803
+    assert training_efficiency(get_device("mi300x")).matmul_ceiling == 0.514
+
+
+# ---- framework profiles -----------------------------------------------------------------------
+
+
+def test_every_framework_profile_loads_and_is_sourced():
+    assert set(framework_names()) >= {"megatron", "fsdp", "deepspeed", "llm-foundry", "hf"}
+    for name in framework_names():
+        fw = get_framework(name)
+        assert fw.name == name and fw.source and fw.date
+        assert 0 <= fw.tp_comm_overlap <= 1
+    assert get_framework(None).name == DEFAULT_FRAMEWORK
+    with pytest.raises(UnknownNameError):
+        get_framework("jax")
+
+
+def test_framework_sets_the_attention_kernel():
+    h100 = get_device("h100")
+    mega = framework_efficiency(h100, get_framework("megatron"))
+    foundry = framework_efficiency(h100, get_framework("llm-foundry"))
+    assert (mega.attention_kernel, mega.attention_ceiling) == ("cudnn", 0.49)
+    assert (foundry.attention_kernel, foundry.attention_ceiling) == ("fa2", 0.31)
+    assert mega.param_gather_overlap and not foundry.param_gather_overlap
+
+
+def _zero1_step(eff_update: dict[str, object]):
+    m, c = get_model("llama-3-8b"), default_cluster(get_device("h100"), 16)
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, dp=8, tp=2, zero=1, sp=True, fused=True,
+                      global_batch=16, dropout=False)
+    eff = replace(training_efficiency(c.device), **eff_update)
+    return step_time(m, c, cfg, eff)
+
+
+def test_overlaps_only_hide_communication():
+    base = _zero1_step({})
+    hidden = _zero1_step({"tp_comm_overlap": 1.0, "param_gather_overlap": True})
+    assert base.breakdown["tp_comm"] > 0 and hidden.breakdown["tp_comm"] == 0
+    assert hidden.breakdown["dp_comm_exposed"] <= base.breakdown["dp_comm_exposed"]
+    assert hidden.breakdown["compute"] == pytest.approx(base.breakdown["compute"])
+    assert hidden.step_time_s < base.step_time_s
+
+
+# ---- topology ---------------------------------------------------------------------------------
+
+
+def _ring_all_reduce(n: int, nbytes: float, bw: float, eff: float, lat: float) -> float:
+    return 2 * (n - 1) * lat + 2 * (n - 1) / n * nbytes / (bw * eff)
+
+
+def test_tpu_slice_stays_on_ici():
+    c = default_cluster(get_device("tpu-v5p"), 16)
+    assert (c.gpus_per_node, c.nodes) == (16, 1)
+    t = collective_time("all_reduce", GB, 16, c)
+    assert "ICI" in t.link
+    assert t.time_s == pytest.approx(_ring_all_reduce(16, GB, 600e9, NVLINK_RING_EFFICIENCY,
+                                                      SCALE_UP_LATENCY_S))
+
+
+def test_nvl72_is_one_72_gpu_domain():
+    c = default_cluster(get_device("gb200"), 144)
+    assert (c.gpus_per_node, c.nodes, c.devices_per_host) == (72, 2, 4)
+    t = collective_time("all_reduce", GB, 72, c)
+    assert t.time_s == pytest.approx(_ring_all_reduce(72, GB, 900e9, NVLINK_RING_EFFICIENCY,
+                                                      SCALE_UP_LATENCY_S))
+
+
+def test_hgx_h100_keeps_8_gpu_nodes():
+    c = default_cluster(get_device("h100"), 32)
+    assert (c.gpus_per_node, c.nodes, c.domain) == (8, 4, 8)
+
+
+def test_h100_nvl_bridged_pairs_then_pcie():
+    c = default_cluster(get_device("h100-nvl"), 8)
+    assert (c.gpus_per_node, c.domain) == (8, 2)
+    pair = collective_time("all_reduce", GB, 2, c)
+    assert pair.time_s == pytest.approx(_ring_all_reduce(2, GB, 300e9, NVLINK_RING_EFFICIENCY,
+                                                         SCALE_UP_LATENCY_S))
+    node = collective_time("all_reduce", GB, 8, c)
+    assert "PCIe" in node.link
+    assert node.time_s == pytest.approx(_ring_all_reduce(8, GB, 64e9, PCIE_EFFICIENCY,
+                                                         2 * SCALE_UP_LATENCY_S))
+
+
+def test_mi300x_mesh_one_link_per_peer():
+    c = default_cluster(get_device("mi300x"), 8)
+    two = collective_time("all_reduce", GB, 2, c)
+    eight = collective_time("all_reduce", GB, 8, c)
+    assert two.time_s == pytest.approx(_ring_all_reduce(2, GB, 64e9, NVLINK_RING_EFFICIENCY,
+                                                        SCALE_UP_LATENCY_S))
+    assert eight.time_s == pytest.approx(_ring_all_reduce(8, GB, 448e9, NVLINK_RING_EFFICIENCY,
+                                                          SCALE_UP_LATENCY_S))
+    four = collective_time("all_gather", GB, 4, c)  # 3 peers x 64 GB/s
+    assert four.time_s == pytest.approx(3 * SCALE_UP_LATENCY_S
+                                        + 3 / 4 * GB / (192e9 * NVLINK_RING_EFFICIENCY))
+
+
+@given(st.sampled_from(["a100", "h100", "gb200", "mi300x", "h100-nvl", "tpu-v5p", "tpu-v5e"]),
+       st.integers(2, 64), st.floats(1e6, 1e10))
+def test_busbw_never_exceeds_the_rated_link(dev, group, nbytes):
+    """Whatever the topology, ring busbw stays under the scale-up rating x ring efficiency."""
+    c = default_cluster(get_device(dev), 64 if dev != "h100-nvl" else 8)
+    g = min(group, c.gpus)
+    t = collective_time("all_reduce", nbytes, g, c)
+    assert t.busbw_bytes_per_s <= c.scale_up.bw_bytes_per_s * NVLINK_RING_EFFICIENCY * (1 + 1e-9)

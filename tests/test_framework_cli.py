@@ -1,0 +1,100 @@
+"""`train --framework`, and the device file's [ceilings] / [topology] tables: contract and bad
+input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan.cli.main import main
+from gpuplan.errors import GpuplanError
+from gpuplan.specs.device_file import device_from_record
+
+TRAIN = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
+         "--seq-len", "8192"]
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_train_names_the_framework_profile(capsys):
+    mega = _json(capsys, *TRAIN, "--framework", "megatron")
+    foundry = _json(capsys, *TRAIN, "--framework", "llm-foundry")
+    assert mega["assumptions"]["framework"]["name"] == "megatron"
+    assert mega["assumptions"]["efficiency"]["attention_kernel"] == "cudnn"
+    assert foundry["assumptions"]["efficiency"]["attention_kernel"] == "fa2"
+    # same layout, cuDNN attention (49 % of peak) beats FlashAttention-2 (31 %) on H100
+    assert mega["tokens_per_s"] > foundry["tokens_per_s"]
+    assert mega["assumptions"]["efficiency"]["end_to_end"] == 0.66
+
+
+def test_train_default_framework_is_stated(capsys):
+    r = _json(capsys, *TRAIN)
+    assert r["assumptions"]["framework"]["name"] == "hf"
+
+
+def test_bad_framework_is_one_line_exit_2():
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *TRAIN, "--framework",
+                        "jax"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "framework" in p.stderr and "megatron" in p.stderr
+    assert not p.stdout
+
+
+def test_hardware_shows_ceilings_and_topology(capsys):
+    r = _json(capsys, "hardware", "gb200")
+    assert r["ceilings"]["matmul_bf16"] == 0.729
+    assert r["topology"]["scale_up_domain"] == 72
+    assert "ceiling.matmul_bf16" in r["sources"] and "topology" in r["sources"]
+
+
+def _record(**extra: object) -> dict:
+    rec = {"name": "X", "vendor": "v", "kind": "gpu", "year": 2024, "form_factor": "f",
+           "memory_type": "HBM", "sources": {"s": {"title": "t", "date": "2024"}},
+           "values": {"memory": {"value": "80 GB", "source": "s"},
+                      "mem_bw": {"value": "3 TB/s", "source": "s"}},
+           "peak": {"bf16": {"value": "1000 TFLOP/s", "source": "s"}}}
+    rec.update(extra)
+    return rec
+
+
+def test_device_file_ceilings_and_topology_parse():
+    d = device_from_record(_record(
+        ceilings={"matmul_bf16": {"value": 0.8, "source": "s"}},
+        topology={"scale_up_domain": 8, "devices_per_node": 8, "kind": "mesh",
+                  "per_peer_bandwidth": "64 GB/s", "source": "s"}))
+    assert d.ceilings == {"matmul_bf16": 0.8}
+    assert d.topology is not None and d.topology.per_peer_bw_bytes_per_s == 64e9
+
+
+@pytest.mark.parametrize("ceilings, words", [
+    ({"matmul_bf16": {"value": 1.5, "source": "s"}}, "ceilings.matmul_bf16"),
+    ({"gemm_magic": {"value": 0.5, "source": "s"}}, "ceilings"),
+    ({"matmul_bf16": {"value": 0.5, "source": "nowhere"}}, "source"),
+])
+def test_device_file_bad_ceiling_names_the_field(ceilings, words):
+    with pytest.raises(GpuplanError, match=words):
+        device_from_record(_record(ceilings=ceilings))
+
+
+def test_memory_framework_sets_fused_kernels_and_names_the_profile(capsys):
+    base = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096")
+    mega = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096",
+                 "--framework", "megatron")
+    fused = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096",
+                  "--fused", "--grad-fp32")
+    assert mega["assumptions"]["framework"]["name"] == "megatron"
+    assert "framework" not in base["assumptions"]
+    # megatron = fused kernels + fp32 main_grad (the same state and activation bytes as saying
+    # so by hand) + its own memory behaviour (vocab-parallel cross-entropy keeps no 16-bit
+    # logits): model states equal, activations within a few bytes per token, "other" differs
+    for key in ("weights", "gradients", "optimizer"):
+        assert mega["per_gpu"][key] == fused["per_gpu"][key]
+    assert abs(mega["per_gpu"]["activations"] - fused["per_gpu"]["activations"]) < 4096 * 16
+    assert mega["per_gpu"]["gradients"] != base["per_gpu"]["gradients"]
+    assert mega["total_bytes"] != base["total_bytes"]
