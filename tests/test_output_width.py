@@ -74,10 +74,28 @@ def test_hardware_shows_fp16_where_the_file_lists_it(monkeypatch: pytest.MonkeyP
     assert cells[cols.index("fp16") - 2] == "65.0"
 
 
-def test_grouped_help_shows_panels(capsys: pytest.CaptureFixture[str]) -> None:
+def test_grouped_help_shows_panels(capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
     assert main(["train", "--help"]) == 0
     out = capsys.readouterr().out
     assert "Parallel layout" in out and "Precision and kernels" in out
+    assert max(len(line) for line in out.splitlines()) <= WIDTH
+
+
+def test_every_help_fits_80_columns(capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuplan.cli.main import app
+
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    assert main(["--help"]) == 0
+    names = [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
+    assert len(names) >= 8
+    for name in [None, *names]:
+        assert main([name, "--help"] if name else ["--help"]) == 0
+        out = capsys.readouterr().out
+        wide = [line for line in out.splitlines() if len(line) > WIDTH]
+        assert not wide, f"{name} --help: {wide[0]!r}"
 
 
 def test_roofline_with_profile_names_the_measured_machine(tmp_path, monkeypatch) -> None:
