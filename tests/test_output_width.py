@@ -130,3 +130,15 @@ def test_typed_results_keep_the_json_keys() -> None:
     r = RooflineResult(analyze(m, d, "train", 1, 256, Impl())).to_json()
     assert {"total_time_s", "ops", "ridge_flops_per_byte"} <= set(r) and "profile" not in \
         r["assumptions"]
+
+
+@pytest.mark.slow
+def test_profile_report_fits_80_columns(tmp_path, monkeypatch) -> None:
+    """`gpuplan profile` on a real (tiny) script: op names whole, no line over 80."""
+    from pathlib import Path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    script = Path(__file__).parent / "profile_scripts" / "elementwise.py"
+    text = render80(["profile", str(script), "--steps", "2", "--warmup", "1"], monkeypatch)
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    assert "aten::mul" in text and "operators, slowest first" in text

@@ -52,7 +52,8 @@ def table(title: str, columns: list[tuple[str, str]], caption: str | None = None
               box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for i, (header, justify) in enumerate(columns):
         t.add_column(header, justify=justify, no_wrap=i not in wrap,  # type: ignore[arg-type]
-                     overflow="fold" if i in wrap else "ellipsis")
+                     overflow="fold" if i in wrap else "ellipsis",
+                     min_width=10 if i in wrap else None)  # never squeezed to nothing
     return t
 
 
