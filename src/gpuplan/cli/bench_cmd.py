@@ -10,6 +10,9 @@ import typer
 from rich.console import Console
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import finite
+from gpuplan.measure.safety import DEFAULT_MEMORY_FRACTION, MAX_FORCED_NPROC, deadline
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.output import emit
 
 
@@ -42,8 +45,10 @@ def register(app: typer.Typer) -> None:
             "--only", help="comma-separated: matmul,memory,launch,fusion,attention,collectives")]
         = None,
         nproc: Annotated[int | None, typer.Option(
-            "--nproc", min=1, help="local processes for collectives (default: 2 on CPU, all "
-                                   "GPUs); under torchrun its world size is used")] = None,
+            "--nproc", min=1, max=MAX_FORCED_NPROC,
+            help="local processes for collectives (default: 2 on CPU, all GPUs; at most the "
+                 "cores or GPUs present unless --force); under torchrun its world size is "
+                 "used")] = None,
         no_compile: Annotated[bool, typer.Option(
             "--no-compile", help="fusion: skip torch.compile (eager only)")] = False,
         plot: Annotated[Path | None, typer.Option(
@@ -54,6 +59,16 @@ def register(app: typer.Typer) -> None:
             "--save/--no-save", help="save the profile under ~/.cache/gpuplan/profiles")] = True,
         progress: Annotated[bool, typer.Option(
             "--progress/--no-progress", help="progress bar on stderr")] = True,
+        force: Annotated[bool, typer.Option(
+            "--force", help="allow --nproc above the cores (CPU) present")] = False,
+        memory_fraction: Annotated[float, typer.Option(
+            "--memory-fraction", callback=finite(0.01, 0.9),
+            help="share of the free RAM (CPU) or GPU memory the buffers may use")] =
+        DEFAULT_MEMORY_FRACTION,
+        timeout: Annotated[float | None, typer.Option(
+            "--timeout", callback=finite(1.0, 7 * 86400.0, unit=" s"),
+            help="stop the run after this many seconds (default 900 with --quick, else "
+                 "3600)")] = None,
         as_json: JsonOpt = False,
     ) -> None:
         """Measured matmul FLOP/s per dtype, memory bandwidth, launch overhead, fusion, attention
@@ -66,12 +81,22 @@ def register(app: typer.Typer) -> None:
         from gpuplan.measure.profile import save_profile
 
         sections = parse_only(only, nproc)
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         dev = resolve_device(device)
+        if "collectives" in sections and nproc is not None and not under_torchrun():
+            from gpuplan.measure.machine import torch_module
+            from gpuplan.measure.safety import check_nproc
+
+            gpus = torch_module().cuda.device_count() if dev == "cuda" else 0
+            check_nproc(nproc, dev, gpus, force)  # before any section runs
         rank = int(os.environ.get("RANK", "0"))
         if under_torchrun():
             sections = ("collectives",)  # every rank joins; only rank 0 reports
-        r = _progress_run(sections, progress and rank == 0, device=dev, quick=quick,
-                          nproc=nproc, compile_=not no_compile)
+        with deadline(timeout or (900.0 if quick else 3600.0)):
+            r = _progress_run(sections, progress and rank == 0, device=dev, quick=quick,
+                              nproc=nproc, compile_=not no_compile,
+                              memory_fraction=memory_fraction, force=force)
         if rank != 0:
             return
         if compare:

@@ -23,8 +23,17 @@ def device_summary(d: Device) -> dict[str, Any]:
         "capacity_bytes": d.capacity_bytes, "mem_bw_bytes_per_s": d.mem_bw_bytes_per_s,
         "peak_flops_per_s": dict(d.peak_flops_per_s), "tdp_w": d.tdp_w,
         "cloud_usd_per_hour": d.cloud_usd_per_hour,
+        "price_basis_usd": _basis(d.name),
         "sources": {k: p.source for k, p in d.provenance.items()},
     }
+
+
+def _basis(name: str) -> dict[str, float]:
+    """The device's prices on the one-basis table (specs/prices.py), by kind."""
+    from gpuplan.specs.prices import KINDS, load_prices
+
+    table_ = load_prices()
+    return {k: v for k in KINDS if (v := table_.usd(name, k)) is not None}
 
 
 def device_detail(d: Device) -> dict[str, Any]:
@@ -61,12 +70,13 @@ def _render_devices(con: Console, devices: list[Device]) -> None:
     t = table(f"{len(devices)} devices: dense peak TFLOP/s per dtype", cols,
               caption="mem = memory (GB = 1e9 bytes); BW = memory bandwidth; TDP = board power; "
                       "$/h = cloud price per GPU-hour; '-' = not in the device file (no fast "
-                      "path). `gpuplan hardware NAME` shows kind, sources and dates.")
+                      "path). `gpuplan hardware NAME` shows kind, sources and dates. $/h: the "
+                      "on-demand price basis (catalog/prices.csv; `gpuplan cost`).")
     for d in devices:
         t.add_row(d.name, f"{d.memory_bytes / 1e9:.0f}", f"{d.mem_bw_bytes_per_s / 1e12:.2f}",
                   *(_tflops(d, dt) for dt in _LIST_DTYPES),
                   f"{d.tdp_w:.0f}" if d.tdp_w else "-",
-                  f"{d.cloud_usd_per_hour:.2f}" if d.cloud_usd_per_hour else "-")
+                  f"{p:.2f}" if (p := _basis(d.name).get("on_demand")) else "-")
     con.print(t)
 
 

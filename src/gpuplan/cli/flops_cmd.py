@@ -9,8 +9,10 @@ from rich.console import Console
 
 from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, positions
 from gpuplan.estimate.flops import flops_summary
 from gpuplan.report.output import emit, table
+from gpuplan.specs.limits import MAX_BATCH, MAX_SEQ
 
 
 def _render(con: Console, r: dict[str, Any]) -> None:
@@ -32,8 +34,11 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def flops(
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
-        batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="sequences")] = 1,
-        seq_len: Annotated[int, typer.Option("--seq-len", "-s", min=1, help="tokens each")] = 4096,
+        batch: Annotated[int, typer.Option(
+            "--batch", "-b", min=1, max=MAX_BATCH, help="sequences")] = 1,
+        seq_len: Annotated[int | None, typer.Option(
+            "--seq-len", "-s", min=1, max=MAX_SEQ,
+            help="tokens each (default 4096, or the model's positions if fewer)")] = None,
         causal: Annotated[bool, typer.Option(
             "--causal", help="count only the unmasked half of causal attention scores")] = False,
         as_json: JsonOpt = False,
@@ -41,5 +46,8 @@ def register(app: typer.Typer) -> None:
         """Parameters, forward FLOPs and training FLOPs for a batch, by component."""
         from gpuplan.specs.catalog import get_model
 
-        r = flops_summary(get_model(model), batch, seq_len, causal)
+        m = get_model(model)
+        seq_len = default_len(m, seq_len, 4096)
+        positions(m, seq_len, "--seq-len")
+        r = flops_summary(m, batch, seq_len, causal)
         emit(r, as_json, lambda con: _render(con, r))

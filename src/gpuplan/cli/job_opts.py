@@ -16,46 +16,58 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuplan.cli.guards import finite
 from gpuplan.cli.options import (
     AttentionChoice,
+    FinetuneChoice,
     FsdpChoice,
     OptimizerChoice,
     PrecisionChoice,
     RecomputeChoice,
 )
 from gpuplan.errors import InputError
+from gpuplan.specs.finetune import LoraConfig, parse_targets
+from gpuplan.specs.limits import (
+    MAX_BATCH,
+    MAX_CONTEXT_GB,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    MAX_SEQ,
+    MAX_VIRTUAL_STAGES,
+)
 from gpuplan.specs.workload import TrainConfig
 
 _D = TrainConfig()
 _JOB, _PAR, _KER = "Job", "Parallel layout", "Precision and kernels"
 
 MicroBatchOpt = Annotated[int, typer.Option(
-    "--micro-batch", "--batch", "-b", min=1, rich_help_panel=_JOB,
+    "--micro-batch", "--batch", "-b", min=1, max=MAX_BATCH, rich_help_panel=_JOB,
     help="sequences per GPU per forward/backward (inference: sequences in the batch)")]
-SeqLenOpt = Annotated[int, typer.Option(
-    "--seq-len", "--context", "-s", min=1, rich_help_panel=_JOB,
-    help="tokens per sequence (inference: tokens held in the KV cache)")]
+SeqLenOpt = Annotated[int | None, typer.Option(
+    "--seq-len", "--context", "-s", min=1, max=MAX_SEQ, rich_help_panel=_JOB,
+    help=f"tokens per sequence (inference: tokens held in the KV cache; default {_D.seq_len}, "
+         "or the model's positions if fewer)")]
 GlobalBatchOpt = Annotated[int | None, typer.Option(
-    "--global-batch", min=1, rich_help_panel=_JOB,
+    "--global-batch", min=1, max=MAX_GLOBAL_BATCH, rich_help_panel=_JOB,
     help="sequences per optimizer step (default: micro-batch x dp)")]
 OptimizerOpt = Annotated[OptimizerChoice, typer.Option("--optimizer", rich_help_panel=_JOB)]
 OffloadOpt = Annotated[bool, typer.Option(
     "--offload-optimizer", rich_help_panel=_JOB,
     help="optimizer states and step on the CPU (ZeRO-Offload)")]
-TpOpt = Annotated[int, typer.Option("--tp", min=1, rich_help_panel=_PAR,
+TpOpt = Annotated[int, typer.Option("--tp", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
                                     help="tensor parallel GPUs")]
-PpOpt = Annotated[int, typer.Option("--pp", min=1, rich_help_panel=_PAR,
+PpOpt = Annotated[int, typer.Option("--pp", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
                                     help="pipeline stages")]
-CpOpt = Annotated[int, typer.Option("--cp", min=1, rich_help_panel=_PAR,
+CpOpt = Annotated[int, typer.Option("--cp", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
                                     help="context parallel GPUs")]
-EpOpt = Annotated[int, typer.Option("--ep", min=1, rich_help_panel=_PAR,
+EpOpt = Annotated[int, typer.Option("--ep", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
                                     help="expert parallel GPUs")]
 ZeroOpt = Annotated[int, typer.Option("--zero", min=0, max=3, rich_help_panel=_PAR,
                                       help="ZeRO stage over the data-parallel group")]
 FsdpOpt = Annotated[FsdpChoice, typer.Option("--fsdp", rich_help_panel=_PAR)]
 SpOpt = Annotated[bool, typer.Option("--sequence-parallel", rich_help_panel=_PAR)]
 VirtualOpt = Annotated[int, typer.Option(
-    "--virtual-stages", min=1, rich_help_panel=_PAR,
+    "--virtual-stages", min=1, max=MAX_VIRTUAL_STAGES, rich_help_panel=_PAR,
     help="interleaved pipeline chunks per stage")]
 RecomputeOpt = Annotated[RecomputeChoice, typer.Option("--recompute", rich_help_panel=_KER)]
 AttentionOpt = Annotated[AttentionChoice, typer.Option("--attention", rich_help_panel=_KER)]
@@ -71,14 +83,28 @@ NoDropoutOpt = Annotated[bool, typer.Option(
 TargetOpt = Annotated[str, typer.Option(
     "--target", rich_help_panel=_KER, help="whose kernels: auto (the device's), cpu or cuda")]
 CudaContextOpt = Annotated[float | None, typer.Option(
-    "--cuda-context-gb", min=0.0, rich_help_panel=_KER,
+    "--cuda-context-gb", min=0.0, callback=finite(0.0, MAX_CONTEXT_GB), rich_help_panel=_KER,
     help="CUDA context + workspaces, GB (default 0.5 GiB = 0.537 GB)")]
 FragmentationOpt = Annotated[float | None, typer.Option(
-    "--fragmentation", min=0.0, max=0.9, rich_help_panel=_KER,
+    "--fragmentation", min=0.0, max=0.9, callback=finite(0.0, 0.9), rich_help_panel=_KER,
     help="allocator fragmentation share (default 0.10 train, 0.05 infer)")]
 
+FinetuneOpt = Annotated[FinetuneChoice, typer.Option(
+    "--finetune", rich_help_panel=_JOB,
+    help="full fine-tuning, LoRA (16-bit frozen weights) or QLoRA (NF4 frozen weights)")]
+LoraRankOpt = Annotated[int, typer.Option("--lora-rank", min=1, rich_help_panel=_JOB,
+                                          help="adapter rank r")]
+LoraTargetsOpt = Annotated[str, typer.Option(
+    "--lora-targets", rich_help_panel=_JOB,
+    help="all-linear, attention, mlp or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,"
+         "up_proj,down_proj")]
+PagedOpt = Annotated[bool | None, typer.Option(
+    "--paged-optimizer/--no-paged-optimizer", rich_help_panel=_JOB,
+    help="optimizer states in paged (CPU-evictable) memory; default on for qlora")]
+_L = LoraConfig()
+
 DEFAULTS: dict[str, Any] = {
-    "micro_batch": _D.micro_batch, "seq_len": _D.seq_len, "global_batch": _D.global_batch,
+    "micro_batch": _D.micro_batch, "seq_len": None, "global_batch": _D.global_batch,
     "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
     "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
@@ -86,6 +112,8 @@ DEFAULTS: dict[str, Any] = {
     "attention": AttentionChoice(_D.attention), "fused": _D.fused,
     "precision": PrecisionChoice(_D.precision), "grad_fp32": False, "no_dropout": False,
     "target": _D.target, "cuda_context_gb": None, "fragmentation": None,
+    "finetune": FinetuneChoice(_L.finetune), "lora_rank": _L.rank,
+    "lora_targets": ",".join(_L.targets), "paged_optimizer": _L.paged_optimizer,
 }
 """every job option's default, taken from TrainConfig (the commands use these)"""
 
@@ -109,7 +137,15 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         offload_optimizer=o["offload_optimizer"], global_batch=o["global_batch"],
         dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
         cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
-        fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"])
+        fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"],
+        lora=lora_job(o))
+
+
+def lora_job(o: dict[str, Any]) -> LoraConfig:
+    """--finetune, --lora-rank, --lora-targets, --paged-optimizer -> the job's LoraConfig."""
+    return LoraConfig(finetune=o["finetune"].value, rank=o["lora_rank"],
+                      targets=parse_targets(o["lora_targets"]),
+                      paged_optimizer=o["paged_optimizer"])
 
 
 def train_only_given(o: dict[str, Any]) -> dict[str, object]:

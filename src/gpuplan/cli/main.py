@@ -6,7 +6,9 @@ units, bytes as integers). User mistakes end with one line on stderr and exit co
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import typer
 
@@ -25,7 +27,8 @@ _USAGE = (_click_exceptions.ClickException,)
 
 app = typer.Typer(
     name="gpuplan",
-    help="Will it fit, how fast, what does it cost: plan and measure neural-network work on GPUs.",
+    help="Will it fit, how fast, what does it cost: plan and measure neural-network work on GPUs."
+         " Add --debug (or set GPUPLAN_DEBUG=1) to see the traceback of an error.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -34,26 +37,30 @@ app = typer.Typer(
 )
 
 
-_registered = False
+_REGISTERED: list[bool] = []
 
 
 def get_app() -> typer.Typer:
     """The typer app with every command registered (once); the web API is built from it."""
-    global _registered
-    if not _registered:
-        _register()
-        _registered = True
+    _register()
     return app
 
 
 def _register() -> None:
+    """Add the commands once (main() may be called many times in one process)."""
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
     import gpuplan.cli.profile_cmd as profile_cmd
     from gpuplan.cli import (
+        advise_cmd,
         bench_cmd,
         catalog_cmds,
+        cost_cmd,
         flops_cmd,
         memory_cmd,
         roofline_cmd,
+        serve_cmd,
         train_cmd,
         web_cmd,
     )
@@ -64,6 +71,9 @@ def _register() -> None:
     memory_cmd.register(app)
     train_cmd.register(app)
     bench_cmd.register(app)
+    cost_cmd.register(app)
+    advise_cmd.register(app)
+    serve_cmd.register(app)
     profile_cmd.register(app)
     web_cmd.register(app)
 
@@ -79,24 +89,70 @@ def _one_line(e: Exception) -> str:
     return msg
 
 
+def _clean(text: str, word_limit: int = 100) -> str:
+    """One printable line; words longer than word_limit (an echoed 5 MB value) are cut."""
+    words = []
+    for w in text.split():
+        if len(w) > word_limit:
+            w = f"{w[:word_limit - 20]}...({len(w):,} chars)"
+        words.append("".join(c if c.isprintable() else repr(c)[1:-1] for c in w))
+    return " ".join(words)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"gpuplan: {_clean(msg)}", file=sys.stderr)
+    return code
+
+
+INPUT_CAUSED = (OverflowError, RecursionError, UnicodeError, MemoryError, OSError)
+"""Exceptions an input causes (a huge number, deep nesting, bad bytes, an unreadable path);
+the validators should catch these first: this is the last resort."""
+
+
+def _command(argv: list[str]) -> str:
+    return next((a for a in argv if not a.startswith("-")), "gpuplan")
+
+
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """--debug anywhere before `--` (what follows `--` belongs to a profiled script)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:cut] if a != "--debug"]
+    debug = len(head) < cut or os.environ.get("GPUPLAN_DEBUG", "") not in ("", "0")
+    return head + argv[cut:], debug
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app; turn user errors into one line and exit code 2."""
+    """Entry point: run the app; user errors become one line on stderr and exit code 2; an
+    unexpected failure is one line too (exit 1), with the traceback under --debug."""
     get_app()
+    args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     try:
-        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
+        rc = app(args=args, standalone_mode=False)  # click returns typer.Exit's code here
     except GpuplanError as e:
-        print(f"gpuplan: error: {e}", file=sys.stderr)
-        return 2
+        if debug:
+            traceback.print_exc()
+        return _fail(f"error: {e}")
     except _EXIT as e:
         return int(e.exit_code or 0)
-    except _ABORT:
-        print("gpuplan: aborted", file=sys.stderr)
-        return 130
+    except (*_ABORT, KeyboardInterrupt):
+        return _fail("aborted", 130)
     except _USAGE as e:
-        print(f"gpuplan: error: {_one_line(e)}", file=sys.stderr)
-        return 2
+        return _fail(f"error: {_one_line(e)}")
     except BrokenPipeError:
         return 0
+    except INPUT_CAUSED as e:
+        if debug:
+            traceback.print_exc()
+        where = f" ({e.filename})" if isinstance(e, OSError) and e.filename else ""
+        return _fail(f"error: {_command(args)}: an input could not be handled: "
+                     f"{type(e).__name__}{where}: {e} (a value too large, nested too deeply, "
+                     "not UTF-8, or a path that cannot be used)")
+    except Exception as e:
+        if debug:
+            traceback.print_exc()
+        return _fail(f"internal error in `{_command(args)}`: {type(e).__name__}: {e}. This is "
+                     "a bug: please report it with the command line (rerun with --debug or "
+                     "GPUPLAN_DEBUG=1 for the traceback)", 1)
     return rc if isinstance(rc, int) else 0
 
 

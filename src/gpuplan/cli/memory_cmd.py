@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, finite, memory_rules
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
@@ -15,15 +16,19 @@ from gpuplan.cli.job_opts import (
     CpOpt,
     CudaContextOpt,
     EpOpt,
+    FinetuneOpt,
     FragmentationOpt,
     FsdpOpt,
     FusedOpt,
     GlobalBatchOpt,
     GradFp32Opt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     NoDropoutOpt,
     OffloadOpt,
     OptimizerOpt,
+    PagedOpt,
     PpOpt,
     PrecisionOpt,
     RecomputeOpt,
@@ -40,8 +45,11 @@ from gpuplan.cli.job_opts import (
 from gpuplan.cli.options import Mode, StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.estimate.command_results import MemoryCheck
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.memory import bar_chart, render_memory
 from gpuplan.report.output import emit
+from gpuplan.specs.limits import MAX_GPUS, MAX_SEQ
+from gpuplan.specs.workload import TrainConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +66,7 @@ def register(app: typer.Typer) -> None:
         optimizer: OptimizerOpt = DEFAULTS["optimizer"],
         zero: ZeroOpt = DEFAULTS["zero"],
         fsdp: FsdpOpt = DEFAULTS["fsdp"],
-        dp: Annotated[int, typer.Option("--dp", min=1, rich_help_panel="Parallel layout",
+        dp: Annotated[int, typer.Option("--dp", min=1, max=MAX_GPUS, rich_help_panel="Parallel layout",
                                         help="data parallel GPUs")] = 1,
         tp: TpOpt = DEFAULTS["tp"],
         pp: PpOpt = DEFAULTS["pp"],
@@ -76,11 +84,16 @@ def register(app: typer.Typer) -> None:
         weight_dtype: Annotated[StoreDtype, typer.Option("--weight-dtype")] = StoreDtype.bf16,
         kv_dtype: Annotated[StoreDtype, typer.Option("--kv-dtype")] = StoreDtype.bf16,
         block_size: Annotated[int | None, typer.Option(
-            "--block-size", min=1, help="paged KV block size (tokens)")] = None,
+            "--block-size", min=1, max=MAX_SEQ, help="paged KV block size (tokens)")] = None,
         margin: Annotated[float, typer.Option(
-            "--margin", min=0.0, max=0.9, help="infer: memory kept free for max_batch")] = 0.10,
+            "--margin", min=0.0, max=0.9, callback=finite(0.0, 0.9),
+            help="infer: memory kept free for max_batch")] = 0.10,
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
+        finetune: FinetuneOpt = DEFAULTS["finetune"],
+        lora_rank: LoraRankOpt = DEFAULTS["lora_rank"],
+        lora_targets: LoraTargetsOpt = DEFAULTS["lora_targets"],
+        paged_optimizer: PagedOpt = DEFAULTS["paged_optimizer"],
         fix: Annotated[bool, typer.Option("--fix", help="propose the cheapest fix chain")] =
         False,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
@@ -98,7 +111,11 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
         from gpuplan.specs.workload import INFER_FRAGMENTATION, refuse_train_only
 
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, TrainConfig().seq_len)
+        memory_rules(ctx, m, d, mode, locals())
         o = dict(locals())
         if mode is Mode.train:
             cfg = train_job(o, dp, d.kind)

@@ -64,3 +64,9 @@ class StoreDtype(str, Enum):
     int8 = "int8"
     int4 = "int4"
     fp4 = "fp4"
+
+
+class FinetuneChoice(str, Enum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"

@@ -12,7 +12,9 @@ from typing import Annotated, Any
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import finite
 from gpuplan.errors import GpuplanError
+from gpuplan.report.files import HTML_SUFFIXES, output_path
 from gpuplan.report.output import emit
 
 
@@ -49,16 +51,23 @@ def _write(path: Path, writer: Any) -> str:
     return str(path)
 
 
+MAX_PROFILE_STEPS = 10**5
+"""measured or warm-up steps (a profile keeps a few rows per step)"""
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def profile(
         script: Annotated[str, typer.Argument(help="the training script, run as `python SCRIPT`")],
         args: Annotated[list[str] | None, typer.Argument(help="the script's arguments (after --)")]
         = None,
-        steps: Annotated[int, typer.Option("--steps", min=1, help="steps to measure")] = 5,
-        warmup: Annotated[int, typer.Option("--warmup", min=0, help="steps to skip first")] = 2,
+        steps: Annotated[int, typer.Option(
+            "--steps", min=1, max=MAX_PROFILE_STEPS, help="steps to measure")] = 5,
+        warmup: Annotated[int, typer.Option(
+            "--warmup", min=0, max=MAX_PROFILE_STEPS, help="steps to skip first")] = 2,
         timeout: Annotated[float | None, typer.Option(
-            "--timeout", min=0.1, help="stop the script after this many seconds")] = None,
+            "--timeout", min=0.1, callback=finite(0.1, 7 * 86400.0, unit=" s"),
+            help="stop the script after this many seconds")] = None,
         trace: Annotated[Path | None, typer.Option(
             "--trace", help="write the measured steps as a Chrome/Perfetto trace (JSON)")] = None,
         html: Annotated[Path | None, typer.Option(
@@ -70,10 +79,11 @@ def register(app: typer.Typer) -> None:
         gpuplan's prediction next to the measurement; advice ranked by time saved."""
         from gpuplan.measure.workload_run import check_script
 
+        if trace is not None:
+            trace = output_path("--trace", trace, (".json",))
+        if html is not None:
+            html = output_path("--html", html, HTML_SUFFIXES)
         path = check_script(script)
-        for opt, p in (("--trace", trace), ("--html", html)):
-            if p is not None and not p.parent.is_dir():
-                raise GpuplanError(f"{opt}: folder {str(p.parent)!r} does not exist")
         r = run_profile(path, list(args or []), steps, warmup, timeout, trace, as_json)
         if html is not None:
             from gpuplan.report.profile_html import write_html

@@ -9,12 +9,15 @@ import typer
 from rich.console import Console
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.guards import default_len, positions, precision
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.estimate.command_results import RooflineResult
+from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.output import emit
 from gpuplan.report.roofline import render_roofline
+from gpuplan.specs.limits import MAX_BATCH, MAX_SEQ, MAX_TOP
 
 
 def register(app: typer.Typer) -> None:
@@ -23,9 +26,11 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
-        batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
-        seq_len: Annotated[int, typer.Option(
-            "--seq-len", "-s", min=1, help="tokens per sequence (decode: cached context)")] = 4096,
+        batch: Annotated[int, typer.Option("--batch", "-b", min=1, max=MAX_BATCH)] = 1,
+        seq_len: Annotated[int | None, typer.Option(
+            "--seq-len", "-s", min=1, max=MAX_SEQ,
+            help="tokens per sequence (decode: cached context; default 4096, or the model's "
+                 "positions if fewer)")] = None,
         phase: Annotated[PhaseChoice, typer.Option("--phase")] = PhaseChoice.train,
         attention: Annotated[AttentionChoice, typer.Option("--attention")] = AttentionChoice.flash,
         dtype: Annotated[DtypeChoice, typer.Option("--dtype", help="compute dtype")] =
@@ -37,7 +42,8 @@ def register(app: typer.Typer) -> None:
             "--compare-attention", help="naive vs flash attention over sequence lengths")] = False,
         ideal: Annotated[bool, typer.Option(
             "--ideal", help="100% of datasheet peaks, no overheads (a pure bound)")] = False,
-        top: Annotated[int, typer.Option("--top", min=1, help="rows to print")] = 20,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_TOP, help="rows to print")] =
+        20,
         plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline chart")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
@@ -49,7 +55,12 @@ def register(app: typer.Typer) -> None:
         from gpuplan.ops.transformer import Impl
         from gpuplan.specs.catalog import get_device, get_model
 
+        if plot is not None:
+            plot = output_path("--plot", plot, PLOT_SUFFIXES)
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, 4096)
+        positions(m, seq_len, "--seq-len")
+        precision(d, dtype.value, "--dtype")
         impl = Impl(attention=attention.value, dtype="bf16" if dtype.value == "fp8" else
                     dtype.value, matmul_dtype="fp8" if dtype.value == "fp8" else None)
         eff, prof = ideal_efficiency() if ideal else None, None
@@ -68,8 +79,9 @@ def register(app: typer.Typer) -> None:
             if eff is not None and mdt in eff.measured:
                 res.measured_ridge_flops_per_byte = eff.measured[mdt] / eff.measured["memory"]
         if compare_attention and phase.value != "decode":
-            lens = sorted({max(1, seq_len // 4), max(1, seq_len // 2), seq_len, seq_len * 2,
-                           seq_len * 4})
+            lens = sorted(n for n in {max(1, seq_len // 4), max(1, seq_len // 2), seq_len,
+                                      seq_len * 2, seq_len * 4}
+                          if n <= m.max_position_embeddings)  # no longer than its positions
             res.attention_comparison = attention_sweep(m, d, batch, lens, impl,
                                                        train=phase.value == "train")
         if plot is not None:

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
+from gpuplan.cli.cost_cmd import PricesOpt, on_demand_price
+from gpuplan.cli.guards import default_len, finite, train_rules
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.job_opts import (
     DEFAULTS,
@@ -14,15 +16,19 @@ from gpuplan.cli.job_opts import (
     CpOpt,
     CudaContextOpt,
     EpOpt,
+    FinetuneOpt,
     FragmentationOpt,
     FsdpOpt,
     FusedOpt,
     GlobalBatchOpt,
     GradFp32Opt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     NoDropoutOpt,
     OffloadOpt,
     OptimizerOpt,
+    PagedOpt,
     PpOpt,
     PrecisionOpt,
     RecomputeOpt,
@@ -38,6 +44,14 @@ from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
 from gpuplan.report.output import emit
 from gpuplan.report.train import render_train
+from gpuplan.specs.limits import (
+    MAX_GPUS,
+    MAX_LINK_GB_PER_S,
+    MAX_SEARCH_TOP,
+    MAX_TOKENS,
+    MAX_USD_PER_GPU_HOUR,
+)
+from gpuplan.specs.workload import TrainConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -46,15 +60,17 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1)] = 8,
-        gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1)] = None,
+        gpus: Annotated[int, typer.Option("--gpus", "-n", min=1, max=MAX_GPUS)] = 8,
+        gpus_per_node: Annotated[int | None, typer.Option(
+            "--gpus-per-node", min=1, max=MAX_GPUS)] = None,
         scale_up_gbps: Annotated[float | None, typer.Option(
-            "--scale-up-gbps", min=0.001, help="GPU-GPU link in a node, GB/s per direction")] =
-        None,
+            "--scale-up-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="GPU-GPU link in a node, GB/s per direction")] = None,
         scale_out_gbps: Annotated[float | None, typer.Option(
-            "--scale-out-gbps", min=0.001, help="network per GPU, GB/s per direction")] = None,
+            "--scale-out-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
+            help="network per GPU, GB/s per direction")] = None,
         dp: Annotated[int | None, typer.Option(
-            "--dp", min=1, rich_help_panel="Parallel layout",
+            "--dp", min=1, max=MAX_GPUS, rich_help_panel="Parallel layout",
             help="data parallel GPUs (default: the rest)")] = None,
         tp: TpOpt = DEFAULTS["tp"],
         pp: PpOpt = DEFAULTS["pp"],
@@ -78,16 +94,23 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = DEFAULTS["target"],
         cuda_context_gb: CudaContextOpt = DEFAULTS["cuda_context_gb"],
         fragmentation: FragmentationOpt = DEFAULTS["fragmentation"],
+        finetune: FinetuneOpt = DEFAULTS["finetune"],
+        lora_rank: LoraRankOpt = DEFAULTS["lora_rank"],
+        lora_targets: LoraTargetsOpt = DEFAULTS["lora_targets"],
+        paged_optimizer: PagedOpt = DEFAULTS["paged_optimizer"],
         tokens: Annotated[float | None, typer.Option(
-            "--tokens", min=1, help="tokens to train on (default: 20 per parameter)")] = None,
+            "--tokens", min=1, callback=finite(1, MAX_TOKENS),
+            help="tokens to train on (default: 20 per parameter)")] = None,
         usd_per_hour: Annotated[float | None, typer.Option(
-            "--usd-per-gpu-hour", min=0, help="override the catalog's cloud price")] = None,
+            "--usd-per-gpu-hour", min=0, callback=finite(0, MAX_USD_PER_GPU_HOUR),
+            help="override the catalog's cloud price")] = None,
         no_overlap: Annotated[bool, typer.Option("--no-overlap")] = False,
         scaling: Annotated[bool, typer.Option("--scaling", help="1, 2, 4 ... --gpus GPUs")] =
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
         False,
-        top: Annotated[int, typer.Option("--top", min=1)] = 10,
+        top: Annotated[int, typer.Option("--top", min=1, max=MAX_SEARCH_TOP)] = 10,
+        prices: PricesOpt = None,
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
             "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
@@ -103,6 +126,8 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.framework import get_framework
 
         m, d = get_model(model), get_device(gpu)
+        seq_len = default_len(m, seq_len, TrainConfig().seq_len)
+        train_rules(ctx, m, d, locals())
         cluster = default_cluster(d, gpus, gpus_per_node,
                                   scale_up_gbps * 1e9 if scale_up_gbps else None,
                                   scale_out_gbps * 1e9 if scale_out_gbps else None)
@@ -121,14 +146,24 @@ def register(app: typer.Typer) -> None:
         if search:
             from gpuplan.cli.search_cmd import run_search
 
+            if cfg.lora.active:
+                raise InputError("--search", f"with --finetune {finetune.value}",
+                                 "full fine-tuning only (the search's memory model has no "
+                                 "adapters): time one layout, or use `gpuplan advise`")
             found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
             if html is not None:
                 from gpuplan.cli.html_opt import write
 
                 write(html, "train", found, ctx, as_json)
             return
-        res = estimate_train(m, cluster, cfg, tokens, usd_per_hour, overlap=not no_overlap,
-                             efficiency=eff, scaling=scaling, profile=prof)
+        price = on_demand_price(d.name, usd_per_hour, prices)
+        if price["usd_per_gpu_hour"] is None and d.cloud_usd_per_hour:
+            price = {"usd_per_gpu_hour": d.cloud_usd_per_hour,
+                     "source": "not on the price basis: the device file's cloud price ("
+                               + d.provenance["cloud_usd_per_hour"].source + ")"}
+        res = estimate_train(m, cluster, cfg, tokens, price["usd_per_gpu_hour"],
+                             overlap=not no_overlap, efficiency=eff, scaling=scaling,
+                             profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))

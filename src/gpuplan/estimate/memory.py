@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gpuplan.estimate import lora
 from gpuplan.estimate.memory_peak import (
     LossBuffers,
     fsdp_buffers,
@@ -51,8 +52,8 @@ from gpuplan.units import DTYPE_BYTES
 
 __all__ = ["CUDA_CONTEXT_BYTES", "FRAGMENTATION", "Layout", "MemoryProfile", "MemoryResult",
            "Optimizer", "Precision", "Recompute", "TrainConfig", "in_flight",
-           "memory_profile", "model_state_bytes", "stage_facts", "stage_memory", "stage_total",
-           "train_memory"]
+           "lora_ops", "lora_states", "memory_profile", "model_state_bytes", "stage_facts",
+           "stage_memory", "stage_total", "train_memory", "with_adapters"]
 
 
 class TracedModel(Protocol):
@@ -297,8 +298,9 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
     build_training's list), if the caller has them; built here otherwise."""
     full = cfg.recompute == "full"
     if saved is None:
-        saved = saved_per_block(build_training(
-            m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl))
+        saved = saved_per_block(lora_ops(build_training(
+            m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl),
+            m, cfg))
     loc = local_sizes(m, impl, cfg.seq_len)
     per_block = checkpointed(m, cfg, impl, saved) if full else saved
     b = cfg.behaviour
@@ -424,7 +426,8 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     impl = train_impl(cfg, device.kind)
     prof = memory_profile(m, cfg, impl)
     lay = Layout.of(cfg)
-    rows = [(st, stage_memory(m, cfg, lay, stage_facts(m, cfg, st, prof)))
+    rows = [(st, with_adapters(m, cfg, st, stage_memory(m, cfg, lay, stage_facts(m, cfg, st,
+                                                                               prof))))
             for st in stages(m, cfg.tp, cfg.pp, cfg.ep)]
     st, (main, other) = max(rows, key=lambda r: stage_total(r[1]))  # the fullest stage
     other_items_ = {k: int(v) for k, v in other.items()
@@ -446,6 +449,9 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
         "note": "gradient accumulation does not change per-step memory: micro-batches run one "
                 "after another and gradients accumulate in place",
     }
+    if cfg.lora.active:
+        details["finetune"] = {k: int(v) if k != "quantized_params" else v
+                               for k, v in lora_states(m, cfg, st)[3].items()}
     assumptions = _train_assumptions(cfg, device)
     assumptions["memory_behaviour"] = cfg.behaviour.to_json()
     if prof.loss is not None:
@@ -455,6 +461,37 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
                                   "backward of one layer")
     return MemoryResult("train", per_gpu, other_items_, device.capacity_bytes, device.name,
                         assumptions, details)
+
+
+# ---- LoRA / QLoRA (estimate/lora.py) ------------------------------------------------------
+
+def lora_ops(ops: OpList, m: ModelSpec, cfg: TrainConfig) -> OpList:
+    """The op list with frozen base weights and adapters when fine-tuning with LoRA/QLoRA."""
+    return lora.apply(ops, m, cfg.lora, DTYPE_BYTES[cfg.compute_dtype]) if cfg.lora.active \
+        else ops
+
+
+def lora_states(m: ModelSpec, cfg: TrainConfig,
+                st: Stage) -> tuple[float, float, float, dict[str, float]]:
+    """Frozen weights, adapters, their gradients and optimizer states on one GPU of `st`:
+    optimizer moments as in full training without a master copy (adapters are trained in
+    their own dtype)."""
+    moments = state_bytes_per_param(replace(cfg, precision="fp32"))["optimizer"]
+    step = STEP_COUNTER_BYTES if cfg.optimizer in ("adam", "adamw") else 0.0
+    return lora.state_bytes(m, cfg.lora, st, cfg.tp, DTYPE_BYTES[cfg.compute_dtype], moments,
+                            step, cfg.zero_stage, cfg.shard_group)
+
+
+def with_adapters(m: ModelSpec, cfg: TrainConfig, st: Stage,
+                  parts: tuple[dict[str, Array], dict[str, Array]]
+                  ) -> tuple[dict[str, Array], dict[str, Array]]:
+    """A stage's memory with LoRA/QLoRA model states in place of full training's."""
+    if not cfg.lora.active:
+        return parts
+    main, other = parts
+    w, g, o, _ = lora_states(m, cfg, st)
+    return {**main, "weights": float(np.floor(w)), "gradients": float(np.floor(g)),
+            "optimizer": float(np.floor(o))}, other
 
 
 def capacity_note(device: Device) -> str:
@@ -481,7 +518,23 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": capacity_note(device),
+        **(_lora_assumptions(cfg.lora) if cfg.lora.active else {"finetune": "full"}),
     }
+
+
+def _lora_assumptions(lc: lora.LoraConfig) -> dict[str, object]:
+    out: dict[str, object] = {
+        "finetune": lc.finetune, "lora_rank": lc.rank, "lora_targets": list(lc.projections()),
+        "adapter_bytes_per_param": lc.adapter_bytes, "lora_dropout": lc.dropout,
+        "paged_optimizer": lc.paged,
+        "frozen_weights": "16-bit" if lc.finetune == "lora" else
+        f"NF4 {lc.quant_bits:g} bits/param (QLoRA §2, blocksize 64"
+        f"{', double quantization' if lc.double_quant else ''}); embeddings, head, norms 16-bit",
+    }
+    if lc.paged:
+        out["paged_optimizer_note"] = ("optimizer states in unified memory, evicted to the CPU "
+                                       "under pressure: not counted in the GPU peak")
+    return out
 
 
 def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig) -> MemoryResult:

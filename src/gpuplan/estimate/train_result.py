@@ -26,6 +26,8 @@ class TrainResult:
     profile: dict[str, Any] | None = None
     """the measured machine profile used for the ceilings, if any"""
     extra_assumptions: dict[str, Any] = field(default_factory=dict)
+    price: dict[str, Any] | None = None
+    """where the run's $/GPU-hour comes from (the on-demand price basis, a flag, ...)"""
 
     def layout(self) -> dict[str, Any]:
         c = self.cfg
@@ -41,6 +43,8 @@ class TrainResult:
         run = self.run.to_json() if self.run else None
         out["gpu_hours"] = run.pop("gpu_hours") if run else None  # contract keys, top level
         out["cost_usd"] = run.pop("cost_usd") if run else None
+        if run is not None and self.price is not None:
+            run["price"] = self.price
         out["run"] = run
         if self.profile is not None:
             out["assumptions"] = {**out["assumptions"], "profile": self.profile}
@@ -54,7 +58,8 @@ class TrainResult:
 def estimate_train(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, tokens: float | None = None,
                    usd_per_gpu_hour: float | None = None, overlap: bool = True,
                    efficiency: Efficiency | None = None, scaling: bool = False,
-                   profile: dict[str, Any] | None = None) -> TrainResult:
+                   profile: dict[str, Any] | None = None,
+                   price: dict[str, Any] | None = None) -> TrainResult:
     """Step time, run totals and (optionally) data-parallel scaling up to the cluster's GPUs."""
     step = step_time(m, cluster, cfg, efficiency=efficiency, overlap=overlap)
     totals = run_totals(m, step, cluster, tokens, usd_per_gpu_hour)
@@ -64,4 +69,5 @@ def estimate_train(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, tokens: flo
                        if cfg.global_batch else None)
         curve = scaling_curve(m, cluster, base, cluster.gpus, overlap=overlap,
                               efficiency=efficiency)
-    return TrainResult(m.name, cluster.device.name, cfg, step, totals, curve, profile)
+    return TrainResult(m.name, cluster.device.name, cfg, step, totals, curve, profile,
+                       price=price)

@@ -30,7 +30,14 @@ from typing import Any
 from gpuplan.estimate.comm import collective_time
 from gpuplan.estimate.efficiency import Efficiency, training_efficiency
 from gpuplan.estimate.flops import flops_summary
-from gpuplan.estimate.memory import MemoryResult, TrainConfig, state_bytes_per_param, train_memory
+from gpuplan.estimate.memory import (
+    MemoryResult,
+    TrainConfig,
+    lora_ops,
+    lora_states,
+    state_bytes_per_param,
+    train_memory,
+)
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.estimate.step import (  # importable from here as before the split
@@ -131,6 +138,7 @@ def training_ops(m: ModelSpec, cfg: TrainConfig, impl: Impl,
     fused kernels the element-wise chains are fused as the frameworks do (bias+GeLU,
     bias+dropout+add, add+norm)."""
     ops = built if built is not None else build_training(m, cfg.micro_batch, cfg.seq_len, impl)
+    ops = lora_ops(ops, m, cfg)  # LoRA/QLoRA: frozen weights, adapters (estimate/lora.py)
     return fuse_elementwise(ops)[0] if cfg.fused else ops
 
 
@@ -323,9 +331,12 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     t_p2p = (coll("pipeline activations, per micro-batch", "send_recv", gc.act_bytes, 2,
                   pp_local(cfg.tp, cfg.dp, cfg.cp, gpn)) if pp > 1 else 0.0)
     pp_total, pp_exposed = (float(x) for x in pp_comm(t_p2p, pp, n_micro, v, overlap))
+    bpp, sync_params = state_bytes_per_param(cfg), st0.params
+    if cfg.lora.active:  # only the adapters have gradients and optimizer states
+        lw, lg, _, ld = lora_states(m, replace(cfg, zero=0, fsdp="none"), st0)
+        bpp, sync_params = {**bpp, "weights": lw, "gradients": lg}, 1.0  # bytes per stage
     ar, rs, ag, rs3, ag3 = dp_collectives(cfg.zero_stage, cfg.dp, cfg.cp, cfg.tp,
-                                          cfg.shard_group, state_bytes_per_param(cfg),
-                                          st0.params, gpn, coll)
+                                          cfg.shard_group, bpp, sync_params, gpn, coll)
     fwd_mb = compute_mb * prof.fwd_share
     dp_total, dp_exposed = (float(x) for x in dp_comm(
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
@@ -334,7 +345,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params * state_bytes_per_param(
             cfg)["gradients"] / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
         dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
-    t_opt = float(optimizer_time(st0.params, cfg.shard_group if cfg.zero_stage >= 1 else 1,
+    t_opt = float(optimizer_time(ld["trainable_params"] if cfg.lora.active else st0.params,
+                                 cfg.shard_group if cfg.zero_stage >= 1 else 1,
                                  cfg.optimizer, cfg.offload_optimizer,
                                  state_bytes_per_param(cfg), cluster, eff))
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
@@ -351,8 +363,17 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
     res.hardware_flops_per_step = prof.hw_flops * n_micro * cfg.dp * cfg.tp * cfg.cp
+    if cfg.lora.active:  # frozen weights: forward + input gradients; adapters: 3 x forward
+        adapter = sum(o.total_flops for o in training_ops(m, cfg, impl)
+                      if ".lora_" in o.name and o.kind == "matmul")
+        res.model_flops_per_step = (2 * model_fwd + 3 * adapter * cfg.tp * cfg.cp) * \
+            gb / cfg.micro_batch
     res.collectives = calls
     res.assumptions = _assumptions(cfg, cluster, eff, overlap, dtype)
+    if cfg.lora.active:
+        res.assumptions["mfu_convention"] = (
+            f"{cfg.lora.finetune}: model FLOPs = 2 x forward of the frozen model (forward + "
+            "input gradients; no weight gradients) + 3 x the adapters' forward")
     if not mem.fits:
         res.assumptions["memory_verdict"] = (
             f"does not fit: would need {mem.total_bytes / 1e9:.1f} GB of "

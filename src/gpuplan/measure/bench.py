@@ -19,7 +19,7 @@ Progress = Callable[[str], None]
 
 def parse_only(text: str | None, nproc: int | None) -> tuple[str, ...]:
     """--only a,b,c; without it the default sections, plus collectives when --nproc > 1."""
-    if not text:
+    if text is None:
         return DEFAULT_SECTIONS + (("collectives",) if nproc and nproc > 1 else ())
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in parts if p not in SECTIONS]
@@ -51,8 +51,9 @@ def _prediction_target(r: dict[str, Any]) -> tuple[Any, Any]:
 
 def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | None = None,
               progress: Progress | None = None, done: Callable[[], None] | None = None,
-              compile_: bool = True) -> dict[str, Any]:
-    from gpuplan.measure import compute, memory
+              compile_: bool = True, memory_fraction: float = 0.5,
+              force: bool = False) -> dict[str, Any]:
+    from gpuplan.measure import compute, memory, safety
     from gpuplan.measure.machine import identity, last_level_cache_bytes, torch_module
     from gpuplan.measure.timing import clock_for, random_tensor, sync_vs_unsync
 
@@ -62,6 +63,7 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
     ident["load_average_start"] = _load()
     clock = clock_for(device)
     llc = last_level_cache_bytes(device)
+    budget = safety.memory_budget(device, memory_fraction)  # bytes any one section may hold
     r: dict[str, Any] = {
         "schema": "gpuplan-profile/1", "device": ident["name"], "identity": ident,
         "date": _dt.date.today().isoformat(),
@@ -75,16 +77,19 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             done()
 
     if "matmul" in sections:
-        res = compute.measure_matmul(device, clock, llc, quick, progress=progress)
+        res = compute.measure_matmul(device, clock, llc, quick, progress=progress,
+                                     max_bytes=budget)
         r["matmul"] = {dt: x.to_json() for dt, x in res.items()}
         r["matmul_flops_per_s"] = compute.flops_by_dtype(res)
         step()
     if "memory" in sections:
         if progress:
             progress("memory: copy and triad")
-        buf = memory.stream_buffer_bytes(llc, device, quick)
+        buf = safety.fit_buffer(memory.stream_buffer_bytes(llc, device, quick), 3, budget,
+                                max(2 * llc, 16 * 2**20), "bench memory (copy and triad)")
         mem = memory.stream(device, clock, buf, 0.4 if quick else 1.5)
-        mem["sweep"] = memory.working_set_sweep(device, clock, memory.sweep_sizes(quick, device),
+        sizes = [s for s in memory.sweep_sizes(quick, device) if s <= budget]
+        mem["sweep"] = memory.working_set_sweep(device, clock, sizes,
                                                 0.08 if quick else 0.3, progress)
         if device == "cuda":
             if progress:
@@ -134,10 +139,14 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
             r["collectives_launch"] = f"torchrun, world size {os.environ['WORLD_SIZE']}"
         else:
             n = nproc or (torch.cuda.device_count() if device == "cuda" else 2)
-            if device == "cuda" and n > torch.cuda.device_count():
-                raise GpuplanError(f"--nproc: {n} processes need {n} GPUs; "
-                                   f"{torch.cuda.device_count()} visible")
-            r["collectives"] = coll.run_local(n, device, quick=quick,
+            gpus = torch.cuda.device_count() if device == "cuda" else 0
+            safety.check_nproc(n, device, gpus, force)
+            # each rank holds ~5 buffers of the message size (input, output, expected, base)
+            per_rank = budget // (n if device == "cpu" else 1)
+            sizes = [s for s in coll.message_sizes(quick, device) if 5 * s <= per_rank]
+            safety.fit_buffer(5 * 4 * 2**10, n if device == "cpu" else 1, budget,
+                              5 * 4 * 2**10, f"bench collectives ({n} ranks)")
+            r["collectives"] = coll.run_local(n, device, quick=quick, sizes=sizes,
                                               timeout_s=180.0 if quick else 900.0)
             r["collectives_launch"] = f"{n} local processes ({'nccl' if device == 'cuda' else 'gloo'})"
         step()

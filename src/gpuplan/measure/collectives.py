@@ -207,6 +207,12 @@ def run_local(nproc: int, device: str = "cpu", ops: tuple[str, ...] = OPS,
             dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
             if dead and error is None:
                 error = f"rank {dead[0][0]} exited with code {dead[0][1]}"
+                try:  # the rank's own reason, when it said one before exiting
+                    kind, rank, payload = results.get(timeout=1.0)
+                    if kind == "error":
+                        error = f"rank {rank} failed: {payload}"
+                except queue.Empty:
+                    pass
             if got is not None and all(p.exitcode == 0 for p in procs):
                 return got
             if time.monotonic() > deadline:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.errors import GpuplanError
 from gpuplan.measure.timing import Clock, Stats, cache_flusher, measure, poison, random_tensor, was_written
 
 CPU_DTYPES = ("fp32", "fp64", "bf16", "int8")
@@ -244,13 +245,23 @@ def measure_dtype(dtype: str, device: str, clock: Clock, sizes: list[tuple[int, 
     return res
 
 
+def matmul_bytes(m: int, n: int, k: int) -> int:
+    """Upper bound of what one timed shape allocates: up to 4 fp32 sets of A, B and C."""
+    return 4 * 4 * (m * k + k * n + m * n)
+
+
 def measure_matmul(device: str, clock: Clock, cache_bytes: int, quick: bool,
                    dtypes: tuple[str, ...] | None = None,
-                   progress: Progress | None = None) -> dict[str, DtypeResult]:
+                   progress: Progress | None = None,
+                   max_bytes: int | None = None) -> dict[str, DtypeResult]:
+    """Every dtype over `shapes`, leaving out shapes that would allocate more than max_bytes."""
     dts = dtypes or (CPU_DTYPES if device == "cpu" else CUDA_DTYPES)
     cap = (0.25 if quick else 2.0) if device == "cpu" else (0.1 if quick else 0.5)
     budget = (0.25 if quick else 1.0) if device == "cpu" else (0.1 if quick else 0.3)
-    sz = shapes(device, quick)
+    sz = [s for s in shapes(device, quick) if max_bytes is None or matmul_bytes(*s) <= max_bytes]
+    if not sz:
+        raise GpuplanError(f"bench matmul: even a 64x64 matmul exceeds the memory budget of "
+                           f"{max_bytes} bytes; free memory or raise --memory-fraction")
     return {dt: measure_dtype(dt, device, clock, sz, cache_bytes, cap, budget, progress)
             for dt in dts}
 

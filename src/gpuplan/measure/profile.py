@@ -53,20 +53,13 @@ def save_profile(profile: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def load_profile(path: str | Path) -> dict[str, Any]:
-    """Read and check a profile file; bad files are one clear error."""
-    p = Path(path).expanduser()
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise GpuplanError(f"--profile: {str(path)!r} does not exist") from None
-    except (OSError, ValueError) as e:
-        raise GpuplanError(f"--profile: {str(path)!r} is not a readable JSON profile ({e})") from None
-    if not isinstance(data, dict):
-        raise GpuplanError(f"--profile: {str(path)!r} holds no JSON object")
-    missing = [k for k in REQUIRED if k not in data]
-    if missing:
-        raise GpuplanError(f"--profile: {str(path)!r} lacks {', '.join(missing)}; write one "
-                           f"with `gpuplan bench`")
+    """Read and check a profile file (UTF-8, size-capped, typed and range-checked by
+    specs.profile_file); bad files are one clear error."""
+    from gpuplan.specs.files import user_path
+    from gpuplan.specs.profile_file import read_profile
+
+    p = user_path(path)
+    data = read_profile(p)
     data.setdefault("path", str(p))
     return data
 

@@ -74,11 +74,14 @@ def _alarm(timeout_s: float | None) -> Iterator[None]:
 
 
 def check_script(script: str) -> Path:
+    from gpuplan.specs.files import is_file, shown
+
     p = Path(script)
-    if not p.is_file():
-        raise GpuplanError(f"SCRIPT: {script!r} is not a file; expected a Python training script")
+    if not is_file(p):
+        raise GpuplanError(f"SCRIPT: {shown(script)} is not a file; expected a Python training "
+                           "script")
     if not os.access(p, os.R_OK):
-        raise GpuplanError(f"SCRIPT: {script!r} is not readable")
+        raise GpuplanError(f"SCRIPT: {shown(script)} is not readable")
     return p
 
 

@@ -142,8 +142,9 @@ def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
 
 
-def _experts_touched(tokens: float, k: int, experts: int) -> float:
-    """Expected distinct experts hit by `tokens` tokens choosing k of E uniformly."""
+def experts_touched(tokens: float, k: int, experts: int) -> float:
+    """Expected distinct experts hit by `tokens` tokens choosing k of E uniformly:
+    E x (1 - (1 - k/E)^tokens) (each expert is missed by one token with probability 1 - k/E)."""
     return float(experts * (1.0 - (1.0 - k / experts) ** tokens))
 
 
@@ -155,7 +156,7 @@ def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     ff = loc.expert_ff if loc else m.expert_size
     local_experts = loc.experts if loc else n_e
     e, rows = c.e, t * k
-    touched = local_experts if c.train else min(local_experts, _experts_touched(t, k, n_e))
+    touched = local_experts if c.train else min(local_experts, experts_touched(t, k, n_e))
     blocks.linear(c, "moe.router", t, d, n_e)
     router_saved = t * (n_e * FP32 + k * (INDEX + FP32) + FP32) + 3 * rows * INDEX + n_e * FP32
     c.op("moe.topk", "softmax", 5 * t * n_e, t * n_e * e, t * k * (INDEX + FP32),
@@ -381,4 +382,4 @@ def total(ops: OpList, attr: str) -> float:
 
 
 __all__ = ["Impl", "Local", "Op", "OpList", "build_forward", "build_training",
-           "forward_flops", "kv_bytes_per_token", "local_sizes"]
+           "experts_touched", "forward_flops", "kv_bytes_per_token", "local_sizes"]

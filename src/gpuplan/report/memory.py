@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from gpuplan import units
+from gpuplan.report.files import write_atomic
 from gpuplan.report.output import table
 
 
@@ -43,10 +44,18 @@ def render_memory(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | N
                   "")
     else:
         bpp = r["bytes_per_param"]
-        t.add_row("bytes per parameter (unsharded)",
+        t.add_row("bytes per parameter (unsharded)" if not r.get("finetune") else
+                  "bytes per parameter of full training (not used: see finetune)",
                   " + ".join(f"{v:g} {k}" for k, v in bpp.items()) + f" = {sum(bpp.values()):g}",
                   "")
         t.add_row("parameters on this GPU", f"{r['params_per_gpu']:,}", "")
+        ft = r.get("finetune")
+        if ft:
+            t.add_row(f"{r['assumptions']['finetune']}: trainable adapter parameters",
+                      f"{ft['trainable_params']:,}", f"rank {r['assumptions']['lora_rank']}")
+            if ft["paged_optimizer_bytes"]:
+                t.add_row("paged optimizer states (CPU-evictable, not in total)",
+                          _gb(ft["paged_optimizer_bytes"]), "")
     con.print(t)
     prof = r["assumptions"].get("profile")
     if prof:
@@ -94,5 +103,5 @@ def bar_chart(r: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{r['model']} {r['mode']} on {r['device']}", fontsize=9)
     ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     fig.tight_layout()
-    fig.savefig(path)
+    write_atomic("--plot", path, fig.savefig)
     plt.close(fig)

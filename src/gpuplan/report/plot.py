@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuplan import units
 from gpuplan.errors import GpuplanError
+from gpuplan.report.files import write_atomic
 from gpuplan.specs.device import Device
 
 
@@ -69,9 +70,7 @@ def roofline_chart(device: Device, points: list[dict[str, Any]], path: Path, tit
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     try:
-        fig.savefig(path)
-    except OSError as e:
-        raise GpuplanError(f"--plot: cannot write {path} ({e.strerror})") from None
+        write_atomic("--plot", path, fig.savefig)
     finally:
         plt.close(fig)
     return path

@@ -16,6 +16,7 @@ from pathlib import Path
 from gpuplan.errors import GpuplanError, UnknownNameError
 from gpuplan.specs.device import Device
 from gpuplan.specs.device_file import load_device_file
+from gpuplan.specs.files import exists, is_dir, is_file, shown, user_path
 from gpuplan.specs.hf_config import load_hf_config
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.model_file import load_model_file
@@ -38,13 +39,18 @@ def _user_device_paths() -> list[Path]:
     for part in os.environ.get("GPUPLAN_DEVICES", "").split(os.pathsep):
         if not part:
             continue
-        p = Path(part).expanduser()
-        if p.is_dir():
-            paths.extend(_toml_files(p))
-        elif p.is_file():
+        p = user_path(part)
+        if is_dir(p):
+            try:
+                paths.extend(_toml_files(p))
+            except OSError as e:
+                raise GpuplanError(f"GPUPLAN_DEVICES: cannot list {shown(part)} "
+                                   f"({e.strerror})") from None
+        elif is_file(p):
             paths.append(p)
         else:
-            raise GpuplanError(f"GPUPLAN_DEVICES: {part!r} is neither a .toml file nor a folder")
+            raise GpuplanError(f"GPUPLAN_DEVICES: {shown(part)} is neither a .toml file nor a "
+                               "folder")
     return paths
 
 
@@ -72,10 +78,10 @@ class DeviceCatalog:
 
     def get(self, name: str) -> Device:
         if name.endswith(".toml"):
-            path = Path(name).expanduser()
-            if not path.is_file():
-                raise GpuplanError(f"device: file {name!r} does not exist (a device is a catalog "
-                                   "name, an alias, or a device .toml file)")
+            path = user_path(name)
+            if not is_file(path):
+                raise GpuplanError(f"device: file {shown(name)} does not exist (a device is a "
+                                   "catalog name, an alias, or a device .toml file)")
             return load_device_file(path)
         canonical = self._index.get(normalize(name))
         if canonical is None:
@@ -100,7 +106,11 @@ def device_catalog() -> DeviceCatalog:
     """Built-in devices plus the user's (GPUPLAN_DEVICES)."""
     cat = DeviceCatalog(_builtin_devices())
     for path in _user_device_paths():
-        dev = load_device_file(path)
+        try:
+            dev = load_device_file(path)
+        except GpuplanError as e:
+            raise GpuplanError(f"GPUPLAN_DEVICES: {e} (fix the file or remove it from "
+                               "GPUPLAN_DEVICES)") from None
         cat.devices.pop(dev.name, None)
         cat._index = {k: v for k, v in cat._index.items() if v != dev.name}
         cat.add(dev)
@@ -132,14 +142,15 @@ def model_presets() -> list[ModelSpec]:
 
 def get_model(name: str) -> ModelSpec:
     """A model by preset name (case-insensitive), or a path to a Hugging Face config.json."""
-    path = Path(name).expanduser()
-    if path.is_dir():  # a Hugging Face model folder
-        if not (path / "config.json").is_file():
-            raise GpuplanError(f"model: folder {name!r} has no config.json")
+    path = user_path(name)
+    if is_dir(path):  # a Hugging Face model folder
+        if not is_file(path / "config.json"):
+            raise GpuplanError(f"model: folder {shown(name)} has no config.json")
         return load_hf_config(path / "config.json")
-    if name.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise GpuplanError(f"model: config file {name!r} does not exist")
+    if name.endswith(".json") or is_file(path):
+        if not is_file(path):
+            what = "is not a regular file" if exists(path) else "does not exist"
+            raise GpuplanError(f"model: config file {shown(name)} {what}")
         return load_hf_config(path)
     spec = _builtin_models().get(normalize(name))
     if spec is None:

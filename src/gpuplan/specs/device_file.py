@@ -39,7 +39,6 @@ totalGlobalMem; else the nvidia-smi total), and the memory planner uses it when 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,11 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpuplan import units
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.specs.device import Device, Link, Provenance, Topology
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from gpuplan.specs.files import parse_toml, read_text, shown
 
 
 class SourceEntry(BaseModel):
@@ -221,11 +216,6 @@ def first_error(e: ValidationError) -> str:
 
 
 def load_device_file(path: Path) -> Device:
-    """Read one device TOML file."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise GpuplanError(f"{path}: cannot read device file ({e.strerror})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise GpuplanError(f"{path}: not valid TOML ({e})") from None
+    """Read one device TOML file (UTF-8, size-capped)."""
+    raw = parse_toml(read_text(path, "device file"), f"device file {shown(path)}")
     return device_from_record(raw, str(path))

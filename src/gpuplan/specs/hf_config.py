@@ -13,12 +13,13 @@ Implementation traits (fp32 softmax, fused QKV...) follow from the model_type
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from gpuplan.errors import GpuplanError, InputError
+from gpuplan.specs.files import load_json
+from gpuplan.specs.limits import model_field_max
 from gpuplan.specs.model import Activation, ModelSpec
 from gpuplan.specs.model_file import model_from_record
 
@@ -60,8 +61,10 @@ class _Fields:
         return InputError(where, value, f"{valid} (model_type {self.model_type})")
 
     def _check_int(self, key: str, value: object, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.bad(key, value, f"an integer >= {minimum}")
+        top = model_field_max(key)
+        if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+                or value > top):
+            raise self.bad(key, value, f"an integer from {minimum} to {top:,}")
         return value
 
     def integer(
@@ -537,16 +540,5 @@ def _name_for(path: Path) -> str:
 
 def load_hf_config(path: Path) -> ModelSpec:
     """Read a Hugging Face config.json and convert it (see `spec_from_hf_dict`)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise GpuplanError(f"{path}: cannot read config file ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise GpuplanError(f"{path}: not valid JSON (not UTF-8 text)") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GpuplanError(
-            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
-        ) from None
+    cfg = load_json(path, "model config.json")
     return spec_from_hf_dict(cfg, _name_for(path), origin=str(path))

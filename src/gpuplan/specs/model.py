@@ -9,9 +9,12 @@ implementation instantiates (checked in tests against real `transformers` models
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuplan.specs.limits import check_model_record
 
 Activation = Literal["gelu", "gelu_tanh", "gelu_new", "relu", "silu"]
 """gelu: exact erf GELU; gelu_tanh: tanh approximation in one fused kernel (F.gelu(approximate=
@@ -97,6 +100,14 @@ class ModelSpec(BaseModel):
     qk_nope_head_dim: int | None = Field(default=None, gt=0)
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
     v_head_dim: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """Sizes within specs.limits' maxima, before anything is derived from them."""
+        if isinstance(data, Mapping):
+            check_model_record(data)
+        return data
 
     # ---- implementation traits: how the reference (Hugging Face) code runs the architecture;
     # they change kernels and saved bytes, not parameter counts. A config importer sets them

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,8 @@ from pydantic import ValidationError
 
 from gpuplan.errors import GpuplanError
 from gpuplan.specs.device_file import first_error
+from gpuplan.specs.files import parse_toml, read_text, shown
 from gpuplan.specs.model import ModelSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def model_from_record(raw: dict[str, Any], origin: str = "record") -> ModelSpec:
@@ -35,10 +30,5 @@ def model_from_record(raw: dict[str, Any], origin: str = "record") -> ModelSpec:
 
 
 def load_model_file(path: Path) -> ModelSpec:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise GpuplanError(f"{path}: cannot read model file ({e.strerror})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise GpuplanError(f"{path}: not valid TOML ({e})") from None
+    raw = parse_toml(read_text(path, "model file"), f"model file {shown(path)}")
     return model_from_record(raw, str(path))

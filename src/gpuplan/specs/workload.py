@@ -10,9 +10,11 @@ to kernel settings, used by memory, step time and the layout search alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from dataclasses import field as dc_field
 from typing import Literal, get_args
 
 from gpuplan.errors import InputError
+from gpuplan.specs.finetune import LoraConfig
 from gpuplan.specs.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
 from gpuplan.specs.model import ModelSpec
 
@@ -78,6 +80,8 @@ class TrainConfig:
     training_kv_cache: bool = True
     """Hugging Face models build a KV cache in training too (use_cache=True); False for
     frameworks without it (Megatron, nanoGPT, torchtitan)"""
+    lora: LoraConfig = dc_field(default_factory=LoraConfig)
+    """full fine-tuning (default) or LoRA/QLoRA adapters (specs/finetune.py, estimate/lora.py)"""
     memory_behaviour: MemoryBehaviour | None = None
     """the training stack's loss, FSDP and pipeline memory habits (None: 'default')"""
 

@@ -71,8 +71,9 @@ def _annotation(p: Param) -> Any:
         hi_f = FLOAT_LIMIT if p.maximum is None else min(float(p.maximum), FLOAT_LIMIT)
         base = Annotated[float, Field(ge=lo_f, le=hi_f)]
     else:
-        base = Annotated[str, Field(min_length=1, max_length=STR_LIMIT),
-                         AfterValidator(_not_a_path)]
+        # a number where the CLI takes text (`--prompt-len 512` or `uniform:100:300`) is that text
+        base = Annotated[str, Field(min_length=1, max_length=STR_LIMIT,
+                                    coerce_numbers_to_str=True), AfterValidator(_not_a_path)]
     if repeated:
         base = Annotated[list[base], Field(max_length=LIST_LIMIT)]  # type: ignore[valid-type]
     return base | None if p.optional else base

@@ -1,0 +1,349 @@
+"""Serving latency: the time of one engine iteration (prompt tokens being prefilled plus decode
+tokens attending to a KV cache) on one GPU of a tensor-parallel group, and the TTFT, TPOT and
+end-to-end latency built from it.
+
+Per iteration, every term placed on the roofline (Williams et al. 2009) by `roofline.op_time`:
+- linear layers: FLOPs 2 x matrix params per token (Kaplan et al. 2020, §2.1), the LM head only
+  for tokens that produce logits; bytes = the weights (at their stored dtype, group scales
+  counted) read once per iteration, plus activations.
+- MoE: each MoE layer reads the experts the batch touches, E x (1 - (1 - k/E)^T) for T tokens
+  routing top-k (`ops.transformer.experts_touched`), not all E and not just k.
+- attention: 4 x heads x head_dim FLOPs per (query, key) pair per layer; decode reads every
+  cached K and V (FlashDecoding / PagedAttention); PagedAttention's kernel runs 20-26% slower
+  than a contiguous one (Kwon et al. 2023, vLLM, §7.2): paged reads take 1.23x.
+- quantized weights: native when the device has a tensor peak for the dtype (fp8, int8, fp4:
+  W8A8 / NVFP4 kernels), else dequantized inside the matmul (weight-only, GPTQ/AWQ style):
+  2 vector ops per weight element read and the matmul at the 16-bit rate.
+- tensor parallelism: 2 all-reduces of the tokens' hidden states per layer (Megatron-LM,
+  Shoeybi et al. 2019, §3), timed by `estimate.comm`.
+- overhead: kernel launches per iteration x the launch overhead of the efficiency profile.
+Every byte term divides by at most the datasheet (or measured) bandwidth, so a decode step is
+never faster than bytes / bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.comm import collective_time
+from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.inference import weight_bytes
+from gpuplan.estimate.roofline import op_time
+from gpuplan.ops.blocks import DTYPE_BYTES
+from gpuplan.ops.impl import Impl
+from gpuplan.ops.op import Op
+from gpuplan.ops.transformer import experts_touched, kv_bytes_per_token
+from gpuplan.specs.cluster import default_cluster
+from gpuplan.specs.device import Device
+from gpuplan.specs.model import ModelSpec
+from gpuplan.specs.serving import ServeConfig
+from gpuplan.specs.workload import InferConfig
+
+NATIVE_QUANT = ("fp8", "int8", "fp4")
+"""Weight dtypes that run as low-precision matmuls where the device has a tensor peak for them."""
+DEQUANT_OPS_PER_WEIGHT = 2.0
+"""Vector ops to dequantize one weight element (convert + scale): an assumption, stated."""
+PAGED_KV_SLOWDOWN = 1.23
+"""PagedAttention kernel vs a contiguous-cache kernel: 20-26% slower (Kwon et al. 2023, §7.2)."""
+KERNELS_PER_LAYER = 9
+"""Kernel launches per layer in a fused serving engine: norm x2, QKV, RoPE+cache write,
+attention, out-proj, gate/up, activation, down (vLLM / TensorRT-LLM Llama graphs)."""
+
+SERVING_FACTORS = (0.7, 0.5, 0.8)
+"""(compute, extra for fp4 compute, attention KV reads): shares of the kernel ceilings a
+serving engine's whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps;
+paged decode-attention kernels reading scattered KV blocks), fitted by benchmarks/fit_serving.py
+on the CALIBRATION family only (see SERVING_CALIBRATION). Weight reads keep the roofline's
+memory ceiling: batch-1 decode (gpt-fast) reaches it without a serving loss."""
+SERVING_CALIBRATION = ("fitted 2026-12-01 by benchmarks/fit_serving.py on TensorRT-LLM's "
+                       "Llama-3.3-70B max-throughput rows only (40 rows); validated on its "
+                       "Llama-3.1-8B and 405B rows and on gpt-fast")
+
+
+def serving_efficiency(device: Device, compute_dtype: str,
+                       factors: tuple[float, float, float] | None = None) -> Efficiency:
+    """The roofline priors of `device` times the serving end-to-end factors."""
+    c, c4, mem = factors or SERVING_FACTORS
+    base = default_efficiency(device)
+    f = c * (c4 if compute_dtype == "fp4" else 1.0)
+    return replace(base, end_to_end=f,
+                   source=base.source + f"; serving end-to-end: compute x{f:.2f}, attention "
+                   f"KV reads x{mem:.2f} ({SERVING_CALIBRATION})")
+
+
+@dataclass(frozen=True, eq=False)
+class StepModel:
+    """Coefficients of one iteration's time on one GPU; `time_s` is cheap (the simulator calls
+    it once per event)."""
+
+    device: Device
+    eff: Efficiency
+    cfg: ServeConfig
+    dense_weight_bytes: float
+    """weights read every iteration except routed experts (embedding table excluded)"""
+    expert_bytes: float
+    """one routed expert of one MoE layer on this GPU"""
+    moe_layers: int
+    experts: int
+    top_k: int
+    flops_per_token: float
+    head_flops_per_logit: float
+    attn_flops_per_pair: float
+    kv_bytes_per_token: float
+    act_bytes_per_token: float
+    compute_dtype: str
+    dequant_ops_per_weight_byte: float
+    matmuls_per_step: int
+    layers: int
+    kernels_per_layer: float
+    kv_read_factor: float
+    """share of the attention kernels' memory roofline reached on KV reads"""
+    allreduce_s: tuple[float, float]
+    """(latency, seconds per token) of one layer's two all-reduces"""
+    assumptions: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def weight_read_bytes(self) -> float:
+        return self.dense_weight_bytes + self.moe_layers * self.experts * self.expert_bytes
+
+    def weights_touched(self, tokens: int) -> float:
+        if not self.moe_layers:
+            return self.dense_weight_bytes
+        touched = min(self.experts, experts_touched(tokens, self.top_k, self.experts))
+        return self.dense_weight_bytes + self.moe_layers * touched * self.expert_bytes
+
+    def linear_s(self, tokens: int, logits: int) -> tuple[float, float]:
+        """(compute, memory) seconds of the linear layers for `tokens` tokens."""
+        return _linear_s(self, tokens, logits)
+
+    def attention_s(self, pairs: float, kv_read_tokens: float, new_tokens: int) -> float:
+        """Attention over `pairs` (query, key) pairs reading `kv_read_tokens` cached tokens
+        and writing `new_tokens` into the cache."""
+        if pairs <= 0:
+            return 0.0
+        slow = PAGED_KV_SLOWDOWN if self.cfg.attention == "paged" else 1.0
+        read = (kv_read_tokens * slow + new_tokens) * self.kv_bytes_per_token
+        flops_s, bytes_s = self.attention_rates
+        return max(pairs * self.attn_flops_per_pair / flops_s, read / bytes_s)
+
+    @property
+    def attention_rates(self) -> tuple[float, float]:
+        """(FLOP/s, bytes/s) of the attention kernels: the roofline of one large attention op
+        (the KV reads of a serving batch are 10s of MB per layer: the size curves' plateau)."""
+        return _attention_rates(self)
+
+    def overhead_s(self, tokens: int) -> float:
+        lat, per_token = self.allreduce_s
+        comm = self.layers * (lat + per_token * tokens) if self.cfg.tp > 1 else 0.0
+        return comm + self.layers * self.kernels_per_layer * self.eff.kernel_overhead_s
+
+    def time_s(self, decode_seqs: int, decode_ctx: float, prefill_tokens: int = 0,
+               prefill_pairs: float = 0.0, prefill_logits: int = 0) -> float:
+        """One iteration: `decode_seqs` sequences add a token after `decode_ctx` cached tokens
+        in total; `prefill_tokens` prompt tokens attend over `prefill_pairs` (query, key)
+        pairs and `prefill_logits` of them end a prompt (produce a first token)."""
+        tokens = decode_seqs + prefill_tokens
+        if tokens <= 0:
+            return 0.0
+        comp, mem = self.linear_s(tokens, decode_seqs + prefill_logits)
+        attn = self.attention_s(decode_ctx + decode_seqs + prefill_pairs,
+                                decode_ctx, tokens)
+        return max(comp, mem) + attn + self.overhead_s(tokens)
+
+
+@lru_cache(maxsize=65536)
+def _linear_cached(sm: StepModel, tokens: int) -> tuple[float, float, float]:
+    """(compute s without the LM head, memory s, matmul FLOP/s reached) for `tokens` tokens;
+    cached per token count (the simulator asks for the same counts again and again)."""
+    wbytes = sm.weights_touched(tokens)
+    flops = tokens * sm.flops_per_token
+    n = sm.matmuls_per_step
+    op = Op("linear", "matmul", flops / n, (wbytes + tokens * sm.act_bytes_per_token) / n, 0.0,
+            sm.compute_dtype, "decode", count=n, kernels=0)
+    t = op_time(op, sm.device, sm.eff)
+    dequant = 0.0
+    if sm.dequant_ops_per_weight_byte:
+        vec = sm.eff.measured.get("fp32") or sm.device.peak("fp32") or \
+            sm.device.matmul_peak("bf16")
+        dequant = wbytes * sm.dequant_ops_per_weight_byte / (vec * sm.eff.vector_ceiling)
+    return t.compute_s + dequant, t.memory_s, flops / t.compute_s if t.compute_s else 1.0
+
+
+@lru_cache(maxsize=256)
+def _attention_rates(sm: StepModel) -> tuple[float, float]:
+    big = 1e12
+    op = Op("attn.core", "attention", big, big, 0.0, sm.cfg.act_dtype, "decode", kernels=0)
+    t = op_time(op, sm.device, sm.eff)
+    return big / t.compute_s, big / t.memory_s * sm.kv_read_factor
+
+
+def _linear_s(sm: StepModel, tokens: int, logits: int) -> tuple[float, float]:
+    comp, mem, rate = _linear_cached(sm, int(tokens))
+    return comp + logits * sm.head_flops_per_logit / rate, mem
+
+
+def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency | None = None,
+               factors: tuple[float, float, float] | None = None) -> StepModel:
+    """Per-GPU coefficients of an iteration for `m` on `device` under `cfg`. Without `eff`:
+    the device's priors times the serving factors; with it (a measured profile): as given."""
+    cfg.validate(m)
+    tp, d, wd = cfg.tp, m.hidden_size, cfg.weight_dtype
+    icfg = InferConfig(batch=1, context=1, weight_dtype=wd, kv_dtype=cfg.kv_dtype, tp=tp)
+    per_elem = Impl(weight_dtype=wd).weight_bytes()
+    # the memory planner keeps embedding, head and norms 16-bit; fp32 checkpoints keep them fp32
+    wide = DTYPE_BYTES[wd] > 2
+    total = weight_bytes(m, replace(icfg, weight_dtype="bf16")) * 2 if wide else \
+        weight_bytes(m, icfg)
+    embed = m.vocab_size * d / tp * (4.0 if wide else 2.0) if not m.tie_embeddings else 0.0
+    total -= embed
+    expert = m.mlp_params(m.expert_size) * per_elem / tp if m.is_moe else 0.0
+    dense = total - m.num_moe_layers * m.num_experts * expert
+    head = 2.0 * d * m.vocab_size / tp
+    body = 2.0 * (m.active_params() - m.embedding_params() - m.head_params()) / tp
+    kv = kv_bytes_per_token(m, cfg.kv_dtype)
+    if not m.is_mla:
+        kv *= math.ceil(m.kv_heads / tp) / m.kv_heads
+    full_layers = m.num_layers - m.num_sliding_layers // 2  # windows read less: an estimate
+    if m.is_mla:
+        pair = 2 * m.num_heads * ((m.kv_lora_rank or 0) * 2 + (m.qk_rope_head_dim or 0))
+    else:
+        pair = 2 * m.num_heads * (m.head_size + m.v_head_size)
+    native = wd in NATIVE_QUANT and device.peak(wd) is not None and not cfg.weight_only
+    quantized = DTYPE_BYTES[wd] < 2
+    compute_dtype = wd if native else cfg.act_dtype
+    kv_factor = 1.0 if eff is not None else (factors or SERVING_FACTORS)[2]
+    eff = eff or serving_efficiency(device, compute_dtype, factors)
+    dequant = DEQUANT_OPS_PER_WEIGHT / per_elem if quantized and not native else 0.0
+    ff = (m.expert_size * m.experts_per_token if m.is_moe else m.intermediate_size)
+    act = m.num_layers * (8 * d + 3 * ff / tp) * DTYPE_BYTES[cfg.act_dtype]
+    ar = _allreduce(device, tp, d * DTYPE_BYTES[cfg.act_dtype])
+    kernels = KERNELS_PER_LAYER if cfg.fused else eager_kernels_per_layer(m, cfg.act_dtype)
+    assumptions: dict[str, object] = {
+        "weight_dtype": wd, "kv_dtype": cfg.kv_dtype, "tp": tp, "attention": cfg.attention,
+        "matmul_dtype": compute_dtype,
+        "quantized_weights": ("native" if native else "dequantized in the matmul kernel "
+                              f"({DEQUANT_OPS_PER_WEIGHT:g} vector ops per weight)")
+        if quantized else "16-bit",
+        "moe_experts_read": "E x (1 - (1 - k/E)^tokens) per MoE layer" if m.is_moe else None,
+        "tp_comm": "2 all-reduces per layer (Megatron-LM)" if tp > 1 else None,
+        "kernels_per_layer": kernels,
+        "kernel_overhead_s": eff.kernel_overhead_s,
+        "paged_kv_slowdown": PAGED_KV_SLOWDOWN if cfg.attention == "paged" else None,
+        "efficiency": eff.source,
+    }
+    return StepModel(
+        device=device, eff=eff, cfg=cfg, dense_weight_bytes=dense, expert_bytes=expert,
+        moe_layers=m.num_moe_layers if m.is_moe else 0, experts=m.num_experts,
+        top_k=m.experts_per_token, flops_per_token=body, head_flops_per_logit=head,
+        attn_flops_per_pair=pair * full_layers / tp, kv_bytes_per_token=kv,
+        act_bytes_per_token=act, compute_dtype=compute_dtype,
+        dequant_ops_per_weight_byte=dequant, matmuls_per_step=4 * m.num_layers + 1,
+        layers=m.num_layers, allreduce_s=ar, kernels_per_layer=kernels,
+        kv_read_factor=kv_factor,
+        assumptions={k: v for k, v in assumptions.items() if v is not None})
+
+
+def eager_kernels_per_layer(m: ModelSpec, act_dtype: str) -> float:
+    """Kernel launches per layer of an unfused decode step, counted from the op builder."""
+    from gpuplan.ops.decode import build_decode
+
+    ops = build_decode(m, 1, 16, Impl(fused=False, dtype=act_dtype))
+    return sum(o.kernels * o.count for o in ops) / m.num_layers
+
+
+def _allreduce(device: Device, tp: int, bytes_per_token: float) -> tuple[float, float]:
+    """(latency, s per token) of one layer's 2 all-reduces: affine fit of the ring model."""
+    if tp <= 1:
+        return 0.0, 0.0
+    cluster = default_cluster(device, tp)
+    big = 1 << 14
+    t1 = collective_time("all_reduce", bytes_per_token, tp, cluster).time_s
+    t2 = collective_time("all_reduce", bytes_per_token * big, tp, cluster).time_s
+    slope = (t2 - t1) / (big - 1)
+    return 2 * (t1 - slope), 2 * slope
+
+
+def prefill_s(sm: StepModel, batch: int, prompt: int) -> float:
+    """Prefill of `batch` prompts of `prompt` tokens in one pass (causal: p(p+1)/2 pairs each)."""
+    return sm.time_s(0, 0.0, batch * prompt, batch * prompt * (prompt + 1) / 2, batch)
+
+
+def decode_s(sm: StepModel, batch: int, context: int) -> float:
+    """One decode step of `batch` sequences each holding `context` cached tokens."""
+    return sm.time_s(batch, float(batch * context))
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latency of a batch served alone: prefill together, then decode together."""
+
+    batch: int
+    prompt_len: int
+    output_len: int
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    output_tokens_per_s: float
+    """the whole TP group's output tokens per second for this batch"""
+    prefill_s: float
+    decode_first_step_s: float
+    decode_last_step_s: float
+    weight_read_floor_s: float
+    """weight bytes / datasheet bandwidth: no decode step is faster"""
+    compute_bound_batch: int | None
+    decode_bound: str
+    assumptions: dict[str, object]
+
+    def to_json(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def latency(sm: StepModel, batch: int, prompt: int, output: int) -> Latency:
+    """TTFT = prefill of the batch; TPOT = mean decode step as the cache grows from `prompt` to
+    `prompt + output - 1` (step time is affine in the context, so the mean of the first and
+    last steps is exact where no roofline term switches bound); e2e = TTFT + (O-1) x TPOT."""
+    for f, v in (("batch", batch), ("prompt_len", prompt), ("output_len", output)):
+        if not isinstance(v, int) or v < 1:
+            raise InputError(f, v, "a whole number >= 1")
+    pre = prefill_s(sm, batch, prompt)
+    first = decode_s(sm, batch, prompt)
+    last = decode_s(sm, batch, prompt + output - 1)
+    mid = decode_s(sm, batch, prompt + (output - 1) // 2)
+    tpot = (first + 4 * mid + last) / 6 if output > 1 else 0.0  # Simpson: exact if affine
+    e2e = pre + (output - 1) * tpot
+    comp, mem = sm.linear_s(batch, batch)
+    return Latency(
+        batch=batch, prompt_len=prompt, output_len=output, ttft_s=pre, tpot_s=tpot,
+        e2e_latency_s=e2e, output_tokens_per_s=batch * output / e2e, prefill_s=pre,
+        decode_first_step_s=first, decode_last_step_s=last,
+        weight_read_floor_s=sm.weights_touched(batch) / (
+            sm.eff.measured.get("memory") or sm.device.mem_bw_bytes_per_s),
+        compute_bound_batch=compute_bound_batch(sm),
+        decode_bound="compute" if comp >= mem else "memory", assumptions=sm.assumptions)
+
+
+def compute_bound_batch(sm: StepModel, limit: int = 1 << 20) -> int | None:
+    """Smallest decode batch whose linear layers take longer on compute than on reading the
+    weights (the ridge of the decode roofline); None if not reached below `limit`."""
+    def bound(b: int) -> bool:
+        c, m = sm.linear_s(b, b)
+        return c >= m
+
+    if bound(1):
+        return 1
+    hi = 2
+    while not bound(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if bound(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
