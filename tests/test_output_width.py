@@ -41,6 +41,9 @@ CASES = [
     (["train", "llama-3-8b", "--gpus", "8", "--zero", "3", "--scaling"], ["step time"]),
     (["train", "llama-3-8b", "--gpus", "8", "--search", "--top", "4"],
      ["ZeRO stage", "tok/s"]),
+    (["serve", "llama-3-8b"], ["TTFT (prefill)", "end-to-end latency"]),
+    (["cost", "h100"], ["break-even utilization", "purchase_usd_per_gpu"]),
+    (["advise", "llama-3-8b"], ["RTX-4090", "H100-PCIE", "A100-PCIE-80GB"]),
 ]
 
 

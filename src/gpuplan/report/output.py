@@ -42,18 +42,20 @@ def emit(obj: dict[str, Any], as_json: bool, render: Callable[[Console], None]) 
 
 
 def table(title: str, columns: list[tuple[str, str]], caption: str | None = None,
-          wrap: tuple[int, ...] = (0,)) -> Table:
+          wrap: tuple[int, ...] | None = None) -> Table:
     """A table with (header, justify) columns, drawn compactly so it fits 80 columns.
 
-    No outer frame and two spaces between columns. The columns in `wrap` (default: the first,
-    the row's name) give way first and are never cut with an ellipsis: they wrap, so rows that
-    differ late stay apart; the other columns do not wrap."""
+    No outer frame and two spaces between columns. Text columns (left-justified, or those in
+    `wrap`) give way first and are never cut with an ellipsis: they wrap, so rows that differ
+    late stay apart; number columns (right-justified) do not wrap. The first column keeps at
+    least 10 characters."""
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
               box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for i, (header, justify) in enumerate(columns):
-        t.add_column(header, justify=justify, no_wrap=i not in wrap,  # type: ignore[arg-type]
-                     overflow="fold" if i in wrap else "ellipsis",
-                     min_width=10 if i in wrap else None)  # never squeezed to nothing
+        wraps = (justify == "left") if wrap is None else (i in wrap)
+        t.add_column(header, justify=justify, no_wrap=not wraps,  # type: ignore[arg-type]
+                     overflow="fold" if wraps else "ellipsis",
+                     min_width=min(10, max(len(header), 4)) if i == 0 else None)
     return t
 
 

@@ -28,7 +28,7 @@ def render_search(con: Console, r: dict[str, Any], title: str) -> None:
                       f"tok/s = tokens per second; {mu} = memory per GPU; why = the step's "
                       "dominant term. Ranked by tokens/s (on a fixed GPU count also by cost per "
                       "token); step times are `gpuplan train`'s for the same layout.",
-              wrap=(14,))
+             )
     for i, row in enumerate(top, 1):
         t.add_row(str(i), str(row["dp"]), str(row["tp"]), str(row["pp"]),
                   str(row["virtual_stages"]), str(row["cp"]), str(row["ep"]), str(row["zero"]),
