@@ -145,3 +145,12 @@ def test_profile_report_fits_80_columns(tmp_path, monkeypatch) -> None:
     text = render80(["profile", str(script), "--steps", "2", "--warmup", "1"], monkeypatch)
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert "aten::mul" in text and "operators, slowest first" in text
+
+
+@pytest.mark.slow
+def test_bench_tables_fit_80_columns(tmp_path, monkeypatch) -> None:
+    """`gpuplan bench --quick` measured on this machine: every table within 80 columns."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = render80(["bench", "--quick", "--only", "matmul,memory"], monkeypatch)
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    assert "fp32" in text and "triad" in text
