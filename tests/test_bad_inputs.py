@@ -140,7 +140,6 @@ CROSS = [  # cross-field rules (issue 15's list and the like), with the option t
     (["memory", "llama-3-8b", "--virtual-stages", "4"], "--virtual-stages"),
     (["train", "llama-3-8b", "--gpus", "32", "--pp", "4", "--virtual-stages", "9"],
      "--virtual-stages"),
-    (["train", "llama-3-8b", "--gpus", "8", "--gpus-per-node", "16"], "--gpus-per-node"),
     (["train", "llama-3-8b", "--gpus", "12", "--gpus-per-node", "8"], "--gpus-per-node"),
     (["train", "llama-3-8b", "--gpus", "8", "--dp", "3"], "--gpus"),
     (["train", "llama-3-8b", "--gpus", "8", "--tp", "3"], "--gpus"),

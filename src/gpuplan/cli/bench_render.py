@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from gpuplan import units
-from gpuplan.report.output import table
+from gpuplan.report.output import column_scale, num, table
 from gpuplan.units import DTYPE_BYTES
 
 ELEM_BYTES = DTYPE_BYTES
@@ -27,12 +27,17 @@ def _mem(x: int | None) -> str:
 
 
 def _matmul(con: Console, r: dict[str, Any]) -> None:
-    t = table("matmul: sustained = the best size re-measured in rounds, best round's median "
-              "(mamf-finder's max); spread = (best - worst) / best over the rounds; best = "
-              "best single sample",
-              [("dtype", "left"), ("best size m x n x k", "left"), ("sustained", "right"),
+    done = [x for x in r["matmul"].values() if "skipped" not in x]
+    fu, fs = column_scale([x["sustained_flops_per_s"] for x in done] +
+                          [x["best_flops_per_s"] for x in done], "FLOP/s")
+    t = table("matmul, sustained and best in " + fu,
+              [("dtype", "left"), ("m x n x k", "right"), ("sustained", "right"),
                ("rounds", "right"), ("spread", "right"), ("best", "right"), ("n", "right"),
-               ("sizes", "right"), ("note", "left")])
+               ("sizes", "right"), ("note", "left")],
+              caption="m x n x k = the best size; sustained = that size re-measured in rounds, "
+                      "the best round's median (mamf-finder's max); spread = (best - worst) / "
+                      "best over the rounds; best = best single sample; n = samples; sizes = "
+                      "sizes tried")
     for dt, x in r["matmul"].items():
         if "skipped" in x:
             t.add_row(dt, "-", "-", "-", "-", "-", "-", "0", x["skipped"])
@@ -43,11 +48,10 @@ def _matmul(con: Console, r: dict[str, Any]) -> None:
         rep = x.get("repeats") or {}
         if rep and not rep["stable"]:
             note = "UNSTABLE: rounds disagree (busy machine?); " + note
-        t.add_row(dt, f"{b['m']} x {b['n']} x {b['k']}",
-                  units.format_flops_per_s(x["sustained_flops_per_s"]),
+        t.add_row(dt, f"{b['m']}x{b['n']}x{b['k']}", num(x["sustained_flops_per_s"], fs),
                   str(rep.get("rounds", "-")),
                   f"{rep['spread']:.0%}" if rep else "-",
-                  units.format_flops_per_s(x["best_flops_per_s"]), str(x["n"]),
+                  num(x["best_flops_per_s"], fs), str(x["n"]),
                   str(len(x["sizes"])), note)
     con.print(t)
 

@@ -54,22 +54,28 @@ def device_detail(d: Device) -> dict[str, Any]:
 
 
 def _tflops(d: Device, dtype: str) -> str:
-    v = d.peak(dtype)
-    return f"{v / 1e12:,.1f}" if v else "-"
+    v = d.peak_flops_per_s.get(dtype)  # what the device file lists, no fallback between dtypes
+    if not v:
+        return "-"
+    return f"{v / 1e12:.0f}" if v >= 1e14 else f"{v / 1e12:.1f}"
+
+
+_LIST_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 
 def _render_devices(con: Console, devices: list[Device]) -> None:
-    cols = [("name", "left"), ("kind", "left"), ("memory", "right"), ("mem BW", "right")]
-    cols += [(f"{dt} TFLOP/s", "right") for dt in ("fp32", "tf32", "bf16", "fp8", "int8")]
-    cols += [("TDP", "right"), ("$/h", "right")]
-    t = table(f"{len(devices)} devices (dense peaks; GB = 1e9 bytes)", cols,
-              caption="'-' = no fast path on this hardware. `gpuplan hardware NAME` shows sources. "
-                      "$/h: the on-demand price basis (catalog/prices.csv; `gpuplan cost`).")
+    cols = [("name", "left"), ("mem GB", "right"), ("BW TB/s", "right")]
+    cols += [(dt, "right") for dt in _LIST_DTYPES]
+    cols += [("TDP W", "right"), ("$/h", "right")]
+    t = table(f"{len(devices)} devices: dense peak TFLOP/s per dtype", cols,
+              caption="mem = memory (GB = 1e9 bytes); BW = memory bandwidth; TDP = board power; "
+                      "$/h = cloud price per GPU-hour; '-' = not in the device file (no fast "
+                      "path). `gpuplan hardware NAME` shows kind, sources and dates. $/h: the "
+                      "on-demand price basis (catalog/prices.csv; `gpuplan cost`).")
     for d in devices:
-        t.add_row(d.name, d.kind, units.format_bytes(d.memory_bytes),
-                  units.format_bandwidth(d.mem_bw_bytes_per_s),
-                  *(_tflops(d, dt) for dt in ("fp32", "tf32", "bf16", "fp8", "int8")),
-                  f"{d.tdp_w:.0f} W" if d.tdp_w else "-",
+        t.add_row(d.name, f"{d.memory_bytes / 1e9:.0f}", f"{d.mem_bw_bytes_per_s / 1e12:.2f}",
+                  *(_tflops(d, dt) for dt in _LIST_DTYPES),
+                  f"{d.tdp_w:.0f}" if d.tdp_w else "-",
                   f"{p:.2f}" if (p := _basis(d.name).get("on_demand")) else "-")
     con.print(t)
 
@@ -77,7 +83,7 @@ def _render_devices(con: Console, devices: list[Device]) -> None:
 def _render_device(con: Console, d: Device) -> None:
     t = table(f"{d.name} ({d.vendor} {d.form_factor}, {d.year})",
               [("field", "left"), ("value", "right"), ("source", "left"), ("date", "left")],
-              caption="~ marks an uncertain value. Peaks are dense (no sparsity).")
+              caption="~ marks an uncertain value. Peaks are dense (no sparsity).", wrap=(0, 1, 2))
 
     def row(field: str, key: str, text: str) -> None:
         p = d.provenance.get(key)
@@ -139,12 +145,14 @@ def model_detail(m: ModelSpec) -> dict[str, Any]:
 def _render_models(con: Console, models: list[ModelSpec]) -> None:
     t = table(f"{len(models)} model presets", [
         ("name", "left"), ("family", "left"), ("params", "right"), ("active", "right"),
-        ("layers", "right"), ("d_model", "right"), ("heads (kv)", "right"), ("source", "left")],
-        caption="`gpuplan models NAME` shows the architecture; a config.json path works too.")
+        ("layers", "right"), ("d_model", "right"), ("heads", "right"), ("kv heads", "right")],
+        caption="params = all parameters, in billions (1e9); active = parameters used per "
+                "token (mixture of experts only). `gpuplan models NAME` shows the architecture "
+                "and its source; a config.json path works too.")
     for m in models:
-        t.add_row(m.name, m.family, f"{m.params():,}",
-                  f"{m.active_params():,}" if m.is_moe else "", str(m.num_layers),
-                  str(m.hidden_size), f"{m.num_heads} ({m.kv_heads})", m.source or "")
+        t.add_row(m.name, m.family, f"{m.params() / 1e9:.3g}",
+                  f"{m.active_params() / 1e9:.3g}" if m.is_moe else "", str(m.num_layers),
+                  str(m.hidden_size), str(m.num_heads), str(m.kv_heads))
     con.print(t)
 
 

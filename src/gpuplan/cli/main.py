@@ -32,7 +32,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode="markdown",  # shows the option panels; joins wrapped docstring lines
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

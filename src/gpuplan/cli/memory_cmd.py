@@ -44,6 +44,7 @@ from gpuplan.cli.job_opts import (
 )
 from gpuplan.cli.options import Mode, StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
+from gpuplan.estimate.command_results import MemoryCheck
 from gpuplan.report.files import PLOT_SUFFIXES, output_path
 from gpuplan.report.memory import bar_chart, render_memory
 from gpuplan.report.output import emit
@@ -137,21 +138,19 @@ def register(app: typer.Typer) -> None:
             res = infer_memory(m, d, icfg)
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
-        r = {"model": m.name, **res.to_json()}
+        check = MemoryCheck(m.name, res, fix=steps)
         if framework is not None and mode is Mode.train:
-            r["assumptions"] = {**r["assumptions"], "framework": fw.describe()}
+            check.framework = fw.describe()
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 
-            prof = load(profile)
-            r["assumptions"] = {**r["assumptions"], "profile": {
-                **describe(prof, d), "note": "a measured profile changes speeds, not bytes: "
-                                             "these memory figures are the same without it"}}
-        if steps is not None:
-            r["fix"] = [s.__dict__ for s in steps]
+            check.profile = {**describe(load(profile), d),
+                             "note": "a measured profile changes speeds, not bytes: "
+                                     "these memory figures are the same without it"}
         if plot is not None:
-            bar_chart(r, plot)
-            r["plot"] = str(plot)
+            check.plot_path = str(plot)
+            bar_chart(check.to_json(), plot)
+        r = check.to_json()
         emit(r, as_json, lambda con: render_memory(con, r, r.get("fix")))
         if html is not None:
             from gpuplan.cli.html_opt import write

@@ -3,80 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from gpuplan import units
 from gpuplan.cli.catalog_cmds import JsonOpt
 from gpuplan.cli.guards import default_len, positions, precision
 from gpuplan.cli.html_opt import HtmlOpt
 from gpuplan.cli.options import AttentionChoice, DtypeChoice, PhaseChoice
 from gpuplan.cli.profile_opt import ProfileOpt
+from gpuplan.estimate.command_results import RooflineResult
 from gpuplan.report.files import PLOT_SUFFIXES, output_path
-from gpuplan.report.output import emit, table
+from gpuplan.report.output import emit
+from gpuplan.report.roofline import render_roofline
 from gpuplan.specs.limits import MAX_BATCH, MAX_SEQ, MAX_TOP
-
-
-def _ridge(x: float) -> str:
-    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
-
-
-def _render(con: Console, r: dict[str, Any], top: int, sweep: list[dict[str, Any]] | None) -> None:
-    eff = r["assumptions"]["efficiency"]
-    ctx = "context" if r["phase"] == "decode" else "seq"
-    t = table(
-        f"{r['model']} {r['phase']} on {r['device']}: batch {r['batch']}, {ctx} {r['seq_len']}, "
-        f"{r['dtype']}, {r['attention']} attention{' (fused)' if r['fused'] else ''}",
-        [("op", "left"), ("kind", "left"), ("x", "right"), ("FLOPs", "right"),
-         ("bytes", "right"), ("FLOP/B", "right"), ("bound", "left"), ("time", "right"),
-         ("share", "right")],
-        caption=(f"ridge point {_ridge(r['ridge_flops_per_byte'])} FLOP/B ({r['dtype']}, "
-                 f"{r.get('ridge_source', 'datasheet')}). "
-                 f"Assumed: {eff['source']}; {eff['kernel_overhead_s'] * 1e6:.0f} µs per kernel."))
-    for o in r["ops"][:top]:
-        t.add_row(o["name"], o["kind"], str(o["count"]), units.format_flops(o["flops"]),
-                  units.format_bytes(o["bytes"]), f"{o['intensity']:.1f}", o["bound"],
-                  units.format_seconds(o["time_s"]), f"{o['share']:.1%}")
-    if len(r["ops"]) > top:
-        rest = r["ops"][top:]
-        t.add_row(f"... {len(rest)} more ops", "", "", "", "", "", "",
-                  units.format_seconds(sum(o["time_s"] for o in rest)),
-                  f"{sum(o['share'] for o in rest):.1%}")
-    con.print(t)
-    s = table("totals", [("", "left"), ("time", "right")])
-    s.add_row("step", units.format_seconds(r["total_time_s"]))
-    for k, v in r["time_by_phase"].items():
-        s.add_row(f"  {k}", units.format_seconds(v))
-    for k, v in sorted(r["time_by_component"].items(), key=lambda kv: -kv[1]):
-        s.add_row(f"  component {k}", units.format_seconds(v))
-    s.add_row("memory-bound share of time", f"{r['memory_bound_share']:.1%}")
-    con.print(s)
-    if "fusion" in r:
-        f = r["fusion"]
-        ft = table(f"fusion: eager {units.format_seconds(f['unfused_time_s'])} -> fused "
-                   f"{units.format_seconds(f['fused_time_s'])} ({f['speedup']:.2f}x), "
-                   f"{units.format_bytes(f['bytes_saved'])} less traffic",
-                   [("fused chain", "left"), ("phase", "left"), ("bytes saved", "right"),
-                    ("time before", "right"), ("after", "right"), ("speedup", "right")])
-        for c in [c for c in f["chains"] if c["bytes_saved"] > 0][:12]:
-            ft.add_row(" + ".join(c["ops"]), c["phase"], units.format_bytes(c["bytes_saved"]),
-                       units.format_seconds(c["time_before_s"]),
-                       units.format_seconds(c["time_after_s"]), f"{c['speedup']:.2f}x")
-        con.print(ft)
-    if sweep:
-        at = table("attention core, all layers: naive (scores in memory) vs flash",
-                   [("seq", "right"), ("naive bytes", "right"), ("flash bytes", "right"),
-                    ("naive saved", "right"), ("flash saved", "right"), ("naive time", "right"),
-                    ("flash time", "right")])
-        for row in sweep:
-            n, fl = row["naive"], row["flash"]
-            at.add_row(str(row["seq_len"]), units.format_bytes(n["bytes"]),
-                       units.format_bytes(fl["bytes"]), units.format_bytes(n["saved_bytes"]),
-                       units.format_bytes(fl["saved_bytes"]), units.format_seconds(n["time_s"]),
-                       units.format_seconds(fl["time_s"]))
-        con.print(at)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,30 +73,29 @@ def register(app: typer.Typer) -> None:
                                    "ceilings vs 100% of the datasheet)")
             eff, prof = apply(profile, d)
         a = analyze(m, d, phase.value, batch, seq_len, impl, fused=fused, efficiency=eff)
-        r = a.to_json()
+        res = RooflineResult(a, profile=prof)
         if prof is not None:
-            r["assumptions"]["profile"] = prof
             mdt = impl.matmul_dtype or impl.dtype
             if eff is not None and mdt in eff.measured:
-                r["ridge_flops_per_byte"] = eff.measured[mdt] / eff.measured["memory"]
-                r["ridge_source"] = "measured profile"
-        sweep = None
+                res.measured_ridge_flops_per_byte = eff.measured[mdt] / eff.measured["memory"]
         if compare_attention and phase.value != "decode":
             lens = sorted(n for n in {max(1, seq_len // 4), max(1, seq_len // 2), seq_len,
                                       seq_len * 2, seq_len * 4}
                           if n <= m.max_position_embeddings)  # no longer than its positions
-            sweep = attention_sweep(m, d, batch, lens, impl, train=phase.value == "train")
-            r["attention_comparison"] = sweep
+            res.attention_comparison = attention_sweep(m, d, batch, lens, impl,
+                                                       train=phase.value == "train")
         if plot is not None:
             from gpuplan.report.plot import roofline_chart
 
+            res.plot_path = str(plot)
             pts = [{"name": o["name"], "intensity": o["intensity"], "share": o["share"],
                     "bound": o["bound"], "attained": o["executed_flops"] / o["time_s"]
-                    if o["time_s"] else 0.0} for o in r["ops"] if o["flops"] > 0 and o["bytes"] > 0]
+                    if o["time_s"] else 0.0} for o in res.to_json()["ops"]
+                   if o["flops"] > 0 and o["bytes"] > 0]
             roofline_chart(d, pts, plot, f"{m.name} {phase.value}, batch {batch}, seq {seq_len}"
                            f" on {d.name} (points: ops; size: share of step time)")
-            r["plot"] = str(plot)
-        emit(r, as_json, lambda con: _render(con, r, top, sweep))
+        r = res.to_json()
+        emit(r, as_json, lambda con: render_roofline(con, r, top))
         if html is not None:
             from gpuplan.cli.html_opt import write
 

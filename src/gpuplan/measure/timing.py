@@ -1,4 +1,4 @@
-"""The one timing core every benchmark uses (GUIDE C, "Measuring right").
+"""The one timing core every benchmark uses (warm-up, synchronise, median of repeats).
 
 - Warm-up by time, not by count: past JIT, autotuning, allocator growth and lazy loading.
 - The device is synchronised around every timed block (GPU work is asynchronous); a block runs

@@ -1,5 +1,5 @@
 """Profile a real PyTorch training loop: step boundaries, where each step's wall time goes, host
-reads, host-to-device copies and per-operator time (issue 13).
+reads, host-to-device copies and per-operator time.
 
 A `WorkloadSession` installs process-wide hooks while it is active and removes them on exit:
 

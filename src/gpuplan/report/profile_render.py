@@ -6,8 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
-from gpuplan.report.output import table
-from gpuplan.units import format_bytes, format_flops, format_flops_per_s, format_seconds
+from gpuplan.report.output import column_scale, num, table
+from gpuplan.units import format_bytes, format_seconds
 
 
 def _s(x: float | None) -> str:
@@ -47,16 +47,31 @@ def render(con: Console, r: dict[str, Any]) -> None:
 
 
 def _ops(con: Console, r: dict[str, Any]) -> None:
-    t = table("operators (slowest first; roofline share = attainable time / measured time)",
-              [("op", "left"), ("phase", "left"), ("kind", "left"), ("calls/step", "right"),
-               ("time/step", "right"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/s", "right"),
-               ("bandwidth", "right"), ("roofline", "right")])
-    for o in r["ops"][:15]:
-        t.add_row(o["name"], o["phase"], o["kind"], f"{o['calls_per_step']:g}", format_seconds(o["time_s"]),
-                  "-" if o["flops"] is None else format_flops(o["flops"]),
-                  "-" if o["bytes"] is None else format_bytes(o["bytes"]),
-                  "-" if o["flops_per_s"] is None else format_flops_per_s(o["flops_per_s"]),
-                  "-" if o["bytes_per_s"] is None else f"{o['bytes_per_s'] / 1e9:.3g} GB/s",
+    ops = r["ops"][:15]
+
+    def scale(key: str, unit: str) -> tuple[str, float]:
+        return column_scale([o[key] for o in ops if o[key] is not None], unit)
+
+    tu, ts = scale("time_s", "s")
+    fu, fs = scale("flops", "FLOP")
+    bu, bs = scale("bytes", "B")
+    ru, rs = scale("flops_per_s", "FLOP/s")
+    wu, ws = scale("bytes_per_s", "B/s")
+
+    def cell(x: float | None, sc: float) -> str:
+        return "-" if x is None else num(x, sc)
+
+    t = table("operators, slowest first", [
+        ("op", "left"), ("phase", "left"), ("kind", "left"), ("calls", "right"),
+        (tu, "right"), (fu, "right"), (bu, "right"), (ru, "right"), (wu, "right"),
+        ("roof", "right")],
+        caption=f"calls, {tu}, {fu} and {bu} per step; {ru} and {wu} attained; roof = "
+                "attainable time on the roofline / measured time; fwd/bwd = forward/backward")
+    short = {"forward": "fwd", "backward": "bwd", "optimizer": "opt"}
+    for o in ops:
+        t.add_row(o["name"], short.get(o["phase"], o["phase"]), o["kind"],
+                  f"{o['calls_per_step']:g}", num(o["time_s"], ts), cell(o["flops"], fs),
+                  cell(o["bytes"], bs), cell(o["flops_per_s"], rs), cell(o["bytes_per_s"], ws),
                   _share(o["roofline_share"]))
     con.print(t)
 

@@ -18,7 +18,7 @@ from gpuplan.specs.device import Device
 
 NVLINK_RING_EFFICIENCY = 0.80
 """Ring collectives reach ~80% of the one-way NVLink rating: H200 node 363-367 of 450 GB/s,
-A100 node 235 of 300 GB/s busbw (nccl-tests, shared/data/kernel_cases.csv)."""
+A100 node 235 of 300 GB/s busbw (nccl-tests README performance notes)."""
 NETWORK_EFFICIENCY = 0.73
 """Inter-node busbw per GPU: 36.5 of 50 GB/s on AWS p6 EFA (kernel_cases.csv)."""
 PCIE_EFFICIENCY = 0.80

@@ -137,8 +137,10 @@ def check_ep(ep: int, num_experts: int, field: str = "--ep") -> None:
 
 
 def check_gpus_per_node(gpus_per_node: int, gpus: int, field: str = "--gpus-per-node") -> None:
-    if gpus % gpus_per_node:
-        raise InputError(field, gpus_per_node, f"a divisor of --gpus ({gpus})")
+    """Whole nodes, or a job smaller than one node (it uses `gpus` of that node's GPUs)."""
+    if gpus > gpus_per_node and gpus % gpus_per_node:
+        raise InputError(field, gpus_per_node, f"a divisor of --gpus ({gpus}), or at least "
+                         f"--gpus (a job within one node)")
 
 
 def check_degrees(gpus: int, dp: int, tp: int, pp: int, cp: int) -> None:
