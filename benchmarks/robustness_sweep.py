@@ -116,7 +116,7 @@ def _draw_new(rng: random.Random, folder: str) -> tuple[list[str], str, bool]:
         ["serve", rng.choice(MODELS[:3]), "--rate", rng.choice(["0.001", "1e9"]), "--requests",
          str(rng.choice([1, 50])), "--prompt-len", "uniform:1:2000", "--seed", "4294967296"],
         ["serve", rng.choice(MODELS[:3]), "--max-throughput", "--requests", "30"],
-        ["cost", rng.choice(["h100", "a100"]), "--utilization", rng.choice(["0", "1"]), "--years",
+        ["cost", "h100", "--utilization", rng.choice(["0", "1"]), "--years",
          rng.choice(["0.01", "20"]), "--gpus", rng.choice(["1", "1000000"])],
         ["advise", rng.choice(MODELS[:3]), "--goal", rng.choice(["pretrain", "finetune"])],
     ])
