@@ -34,6 +34,8 @@ def run_latency(ctx: dict[str, Any], prompt: int, output: int, batch: int,
     d: Device = ctx["d"]
     cfg: ServeConfig = ctx["cfg"]
     sm: StepModel = ctx["sm"]
+    check_positions(prompt + output, m.max_position_embeddings, m.name,
+                    "--prompt-len + --output-len", m.position)
     lat = latency(sm, batch, prompt, output)
     mem = infer_memory(m, d, InferConfig(
         batch=batch, context=prompt + output, weight_dtype=cfg.weight_dtype,
