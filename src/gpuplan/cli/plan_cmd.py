@@ -56,12 +56,12 @@ def register(app: typer.Typer) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
         from gpuplan.cli.guards import default_len
         from gpuplan.cli.job_opts import DEFAULTS, train_job
-        from gpuplan.cli.serve_render import render
         from gpuplan.cli.train_cmd import train_price
         from gpuplan.estimate.efficiency import framework_efficiency
         from gpuplan.estimate.plan import PlanInputs, build_plan
         from gpuplan.estimate.serve_rank import ServeLoad
         from gpuplan.report.plan import render_plan
+        from gpuplan.report.serve import render
         from gpuplan.specs.catalog import device_catalog, get_device, get_model
         from gpuplan.specs.device import Device
         from gpuplan.specs.framework import get_framework

@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Serving latency (TTFT, TPOT), throughput under load, and $ per million tokens."""
-        from gpuplan.cli.serve_render import render
         from gpuplan.estimate.latency import step_model
+        from gpuplan.report.serve import render
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.serving import ServeConfig
 
