@@ -113,7 +113,7 @@ def _cases() -> list[tuple[str, list[str], str]]:
     for cmd in ("memory", "train", "roofline", "hardware"):
         for i, name in enumerate([*BAD_NAMES, "h10", "nope.toml", "/dev/null.toml"]):
             argv = ["hardware", name] if cmd == "hardware" else [*BASE[cmd], "--gpu", name]
-            out.append((f"{cmd}-device{i}", argv, "device"))
+            out.append((f"{cmd}-device{i}", argv, "device" if cmd == "hardware" else "--gpu"))
     return out
 
 

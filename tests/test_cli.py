@@ -89,7 +89,7 @@ def test_roofline_fused_is_faster_and_plot_is_written(capsys, tmp_path):
     (["flops", "gpt2", "--batch", "0"], "--batch"),
     (["flops", "gpt2", "--seq-len", "-5"], "--seq-len"),
     (["hardware", "no-such-gpu"], "device"),
-    (["roofline", "gpt2", "--gpu", "no-such-gpu"], "device"),
+    (["roofline", "gpt2", "--gpu", "no-such-gpu"], "--gpu"),
     (["roofline", "gpt2", "--phase", "sideways"], "--phase"),
     (["models", "missing/config.json"], "config"),
 ])

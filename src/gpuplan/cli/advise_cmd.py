@@ -69,6 +69,7 @@ def _serve(model: str, rate: float, prompt: int, output: int, slo_ttft: float, s
 def register(app: typer.Typer) -> None:
     @app.command()
     def advise(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         goal: Annotated[GoalChoice, typer.Option("--goal")] = GoalChoice.pretrain,
         tokens: Annotated[float | None, typer.Option(
@@ -105,6 +106,9 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Rank devices and cluster sizes by the cost to meet a goal, with the reason for each."""
+        from gpuplan.cli.guards import ADVISE_USES, goal_rules
+
+        goal_rules(ctx, goal, ADVISE_USES)
         if goal is GoalChoice.serve:
             _serve(model, rate, prompt_len, output_len, slo_ttft, slo_tpot, quantized, top,
                    prices, as_json)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,7 +74,7 @@ def register(app: typer.Typer) -> None:
         and collectives of this machine, next to gpuplan's predictions."""
         from gpuplan.cli.bench_render import measured_chart, render
         from gpuplan.measure.bench import parse_only
-        from gpuplan.measure.collectives import under_torchrun
+        from gpuplan.measure.collectives import torchrun_ranks, under_torchrun
         from gpuplan.measure.machine import resolve_device
         from gpuplan.measure.profile import compare as compare_catalog
         from gpuplan.measure.profile import save_profile
@@ -90,7 +89,8 @@ def register(app: typer.Typer) -> None:
 
             gpus = torch_module().cuda.device_count() if dev == "cuda" else 0
             check_nproc(nproc, dev, gpus, force)  # before any section runs
-        rank = int(os.environ.get("RANK", "0"))
+        ranks = torchrun_ranks()
+        rank = ranks[0] if ranks else 0
         if under_torchrun():
             sections = ("collectives",)  # every rank joins; only rank 0 reports
         with deadline(timeout or (900.0 if quick else 3600.0)):

@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
             emit({"devices": [device_summary(d) for d in devices]}, as_json,
                  lambda con: _render_devices(con, devices))
         else:
-            d = get_device(name)
+            d = get_device(name, "device")
             emit(device_detail(d), as_json, lambda con: _render_device(con, d))
 
     @app.command()

@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.catalog import get_device
         from gpuplan.specs.prices import load_prices
 
-        d = get_device(gpu)
+        d = get_device(gpu, "device")
         table_ = load_prices(prices)
         a: dict[str, dict[str, Any]] = {}
         v: dict[str, Any] = {}

@@ -74,6 +74,9 @@ def train_options(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, A
                  virtual_stages=opts["virtual_stages"])
     if opts["seq_len"] % opts["cp"]:
         raise InputError("--cp", opts["cp"], f"a divisor of --seq-len ({opts['seq_len']})")
+    if opts.get("finetune", "full") == "full":
+        limits.check_not_with("--finetune full", given(ctx, "lora_rank", "lora_targets"),
+                              "adapters apply to --finetune lora or qlora")
 
 
 INFER_ONLY = ("weight_dtype", "kv_dtype", "block_size", "margin")
@@ -93,7 +96,8 @@ def memory_rules(ctx: typer.Context, m: ModelSpec, d: Device, mode: Any,
         limits.check_not_with("--mode train", given(ctx, *INFER_ONLY),
                               "it applies to --mode infer")
         train_options(ctx, m, d, {k: _value(opts[k]) for k in (
-            "fsdp", "zero", "precision", "seq_len", "tp", "pp", "ep", "virtual_stages", "cp")})
+            "fsdp", "zero", "precision", "seq_len", "tp", "pp", "ep", "virtual_stages", "cp",
+            "finetune")})
         if opts["global_batch"] is not None:
             limits.check_global_batch(opts["global_batch"], opts["micro_batch"], opts["dp"])
     else:
@@ -130,6 +134,51 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
     if o["global_batch"] is not None and not o["search"]:
         limits.check_global_batch(o["global_batch"], o["micro_batch"], dp)
     train_options(ctx, m, d, o)
+
+
+SIM_ONLY = ("requests", "scheduler", "chunked_prefill", "seed", "slo_ttft", "slo_tpot",
+            "max_batch", "max_tokens", "kv_fraction")
+"""`serve` options only a simulated stream reads (a single batch's latency ignores them)"""
+TRACE_GIVES = ("rate", "max_throughput", "prompt_len", "output_len", "requests", "seed")
+"""`serve` options a --trace file replaces (arrivals and lengths come from the file)"""
+
+
+def serve_rules(ctx: typer.Context, o: dict[str, Any]) -> None:
+    """`gpuplan serve`: one source of load, and no option the chosen mode would ignore."""
+    if o["trace"] is not None:
+        limits.check_not_with("--trace", given(ctx, *TRACE_GIVES),
+                              "the trace gives each request's arrival time and lengths")
+    elif o["max_throughput"] and o["rate"] is not None:
+        raise limits.ConflictError("--rate", "--max-throughput", "a saturating load queues "
+                                   "every request at once; give one of the two")
+    if o["max_throughput"] or o["rate"] is not None or o["trace"] is not None or o["curve"] \
+            or o["plot"] is not None:
+        limits.check_not_with("a simulated stream (--rate, --max-throughput, --trace, --curve)",
+                              given(ctx, "batch"), "it forms its own batches up to --max-batch")
+    else:
+        limits.check_not_with("a single batch (no --rate, --max-throughput, --trace or "
+                              "--curve)", given(ctx, *SIM_ONLY),
+                              "it applies to a simulated request stream")
+
+
+def goal_rules(ctx: typer.Context, goal: Any, uses: dict[str, tuple[str, ...]]) -> None:
+    """Options the chosen --goal does not read are refused (`uses`: option -> the goals that
+    read it)."""
+    g = _value(goal)
+    limits.check_not_with(f"--goal {g}", given(ctx, *(k for k, gs in uses.items() if g not in gs)),
+                          "that goal does not use it")
+
+
+TRAIN_GOALS = ("pretrain", "finetune", "lora", "qlora")
+ADVISE_USES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("tokens", "budget", "deadline", "seq_len", "global_batch"), TRAIN_GOALS),
+    "lora_rank": ("lora", "qlora"),
+    **dict.fromkeys(("rate", "prompt_len", "output_len", "slo_ttft", "slo_tpot", "quantized"),
+                    ("serve",))}
+PLAN_USES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("gpus", "tokens"), ("train", "both")),
+    **dict.fromkeys(("rate", "prompt_len", "output_len", "slo_ttft", "slo_tpot"),
+                    ("serve", "both"))}
 
 
 def default_len(m: ModelSpec, value: int | None, default: int) -> int:

@@ -8,17 +8,16 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from gpuplan.report.files import HTML_SUFFIXES, output_path
+from gpuplan.specs.files import user_path
+
 
 def _check(path: Path | None) -> Path | None:
-    """Refuse a path that cannot be written before any work is done."""
-    if path is not None:
-        folder = path.expanduser().parent
-        if path.expanduser().is_dir():
-            raise typer.BadParameter(f"{str(path)!r} is a folder; give a file name such as "
-                                     "report.html")
-        if not folder.is_dir():
-            raise typer.BadParameter(f"folder {str(folder)!r} does not exist")
-    return path
+    """Refuse a path that cannot be written before any work is done: an empty name, another
+    extension than .html/.htm, a missing folder, a folder or a special file (/dev/full)."""
+    if path is None:
+        return None
+    return output_path("--html", user_path(path), HTML_SUFFIXES)
 
 
 HtmlOpt = Annotated[Path | None, typer.Option(

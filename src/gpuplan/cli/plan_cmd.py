@@ -32,6 +32,7 @@ def serve_price(device: str) -> tuple[float | None, str | None]:
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str | None, typer.Option(
             "--gpu", "-g", help=f"device name or .toml (default {p.DEFAULT_GPU})")] = None,
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
-        from gpuplan.cli.guards import default_len
+        from gpuplan.cli.guards import PLAN_USES, default_len, goal_rules
         from gpuplan.cli.job_opts import DEFAULTS, train_job
         from gpuplan.cli.train_cmd import train_price
         from gpuplan.estimate.efficiency import framework_efficiency
@@ -68,6 +69,7 @@ def register(app: typer.Typer) -> None:
         from gpuplan.specs.prices import load_prices
         from gpuplan.specs.workload import TrainConfig
 
+        goal_rules(ctx, goal, PLAN_USES)
         name = gpu or p.DEFAULT_GPU
         m, d = get_model(model), get_device(name)
         fw = get_framework(None)  # train's default stack, as `gpuplan train` sets it up

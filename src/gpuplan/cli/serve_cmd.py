@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gpuplan.cli.catalog_cmds import JsonOpt
-from gpuplan.cli.guards import finite
+from gpuplan.cli.guards import finite, serve_rules
 from gpuplan.cli.options import StoreDtype
 from gpuplan.cli.profile_opt import ProfileOpt
 from gpuplan.errors import InputError
@@ -48,6 +48,7 @@ def _read(path: Path, what: str) -> str:
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
+        ctx: typer.Context,
         model: Annotated[str, typer.Argument(help="preset name or config.json path")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="device name or .toml")] = "h100",
         tp: Annotated[int, typer.Option("--tp", min=1, max=MAX_GPUS)] = 1,
@@ -113,6 +114,8 @@ def register(app: typer.Typer) -> None:
             from gpuplan.report.files import PLOT_SUFFIXES, output_path
 
             plot = output_path("--plot", plot, PLOT_SUFFIXES)
+        serve_rules(ctx, {"trace": trace, "max_throughput": max_throughput, "rate": rate,
+                          "curve": curve, "plot": plot})
         m, d = get_model(model), get_device(gpu)
         cfg = ServeConfig(weight_dtype=weight_dtype.value, kv_dtype=kv_dtype.value, tp=tp,
                           attention="paged" if paged_attention else "flash",
@@ -133,7 +136,7 @@ def register(app: typer.Typer) -> None:
             r = run_sim(ctx, prompt_len, output_len, max_throughput, rate, requests, scheduler.value,
                         chunked_prefill, seed, _read(trace, "--trace") if trace else None, slo_ttft,
                         slo_tpot, max_batch, max_tokens, block_size, kv_fraction, curve or
-                        plot is not None, str(trace) if trace else None)
+                        plot is not None, f"--trace {trace}" if trace else None)
         else:
             from gpuplan.estimate.serve_plan import run_latency
 

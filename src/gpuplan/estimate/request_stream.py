@@ -113,6 +113,9 @@ def _rows(reader: csv.DictReader[str], name: str) -> list[tuple[float, int, int]
         raise InputError(f"{name} header", reader.fieldnames, "columns " + ", ".join(need))
     rows: list[tuple[float, int, int]] = []
     for i, r in enumerate(reader, start=2):
+        if None in r or None in r.values():  # more or fewer fields than the header names
+            raise InputError(f"{name} line {i}", list(r.get(None) or r.values()),
+                             f"{len(reader.fieldnames)} fields, as the header")
         try:
             a, p, o = float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"])
         except (TypeError, ValueError):

@@ -154,7 +154,7 @@ def add_cost(r: dict[str, Any], ctx: dict[str, Any], usd_per_gpu_hour: float | N
         return
     cost = gpu_cost(price, r["gpus"], r["output_tokens_per_s"], r["input_tokens_per_s"])
     r["cost_per_million_tokens_usd"] = cost["cost_per_million_tokens_usd"]
-    prices = parse_api_prices(api_text, "--api-prices") if api_text else builtin_api_prices()
+    prices = parse_api_prices(api_text, "--api-prices") if api_text is not None else builtin_api_prices()
     mean_p = r["input_tokens_per_s"] / r["requests_per_s"] if r["requests_per_s"] else 0.0
     mean_o = r["output_tokens_per_s"] / r["requests_per_s"] if r["requests_per_s"] else 0.0
     r["cost"] = {**cost, "usd_per_gpu_hour": price,

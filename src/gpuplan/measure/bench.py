@@ -21,11 +21,14 @@ def parse_only(text: str | None, nproc: int | None) -> tuple[str, ...]:
     """--only a,b,c; without it the default sections, plus collectives when --nproc > 1."""
     if text is None:
         return DEFAULT_SECTIONS + (("collectives",) if nproc and nproc > 1 else ())
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    parts = tuple(p.strip() for p in text.split(","))
     bad = [p for p in parts if p not in SECTIONS]
-    if bad or not parts:
+    if bad or not parts:  # an empty item ('matmul,,memory', a trailing comma) is a typo too
         raise GpuplanError(f"--only: {text!r} is not valid; expected a comma-separated list of "
                            f"{', '.join(SECTIONS)}")
+    if nproc is not None and "collectives" not in parts:
+        raise GpuplanError(f"--nproc: cannot be used with --only {text!r} (it sets the "
+                           "processes of the collectives section; add collectives to --only)")
     return tuple(s for s in SECTIONS if s in parts)
 
 

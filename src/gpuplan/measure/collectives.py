@@ -20,7 +20,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from gpuplan.errors import GpuplanError
+from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.comm import bus_factor
 from gpuplan.measure.timing import HostClock, measure
 
@@ -234,13 +234,36 @@ def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
+MAX_WORLD = 1 << 20
+
+
+def torchrun_ranks() -> tuple[int, int] | None:
+    """(RANK, WORLD_SIZE) as torchrun sets them, checked; None outside torchrun."""
+    if not under_torchrun():
+        return None
+    got = {}
+    for key in ("RANK", "WORLD_SIZE"):
+        raw = os.environ[key]
+        try:
+            got[key] = int(raw)
+        except ValueError:
+            raise InputError(key, raw, "a whole number (torchrun sets RANK and WORLD_SIZE; "
+                             "unset them outside torchrun)") from None
+    rank, world = got["RANK"], got["WORLD_SIZE"]
+    if not 1 <= world <= MAX_WORLD:
+        raise InputError("WORLD_SIZE", world, f"a whole number from 1 to {MAX_WORLD}")
+    if not 0 <= rank < world:
+        raise InputError("RANK", rank, f"a whole number from 0 to WORLD_SIZE - 1 = {world - 1}")
+    return rank, world
+
+
 def run_torchrun(device: str, ops: tuple[str, ...] = OPS, sizes: list[int] | None = None,
                  quick: bool = True, timeout_s: float = 300.0
                  ) -> dict[str, list[dict[str, Any]]] | None:
     """Inside a torchrun-launched process: returns results on rank 0, None elsewhere."""
     import torch.distributed as dist
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank, world = torchrun_ranks() or (0, 1)
     if device == "cuda":
         import torch
 

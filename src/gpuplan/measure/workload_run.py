@@ -82,7 +82,27 @@ def check_script(script: str) -> Path:
                            "script")
     if not os.access(p, os.R_OK):
         raise GpuplanError(f"SCRIPT: {shown(script)} is not readable")
+    _check_source(p, shown(script))
     return p
+
+
+def _check_source(p: Path, name: str) -> None:
+    """Compile the script before running it: binary data or a syntax error is the user's
+    input at fault (one line, exit 2), not a failed measurement."""
+    from gpuplan.specs.files import MAX_FILE_BYTES
+
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise GpuplanError(f"SCRIPT: {name} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
+                           "expected a Python training script")
+    try:
+        compile(p.read_bytes(), str(p), "exec", dont_inherit=True)
+    except SyntaxError as e:
+        at = f", line {e.lineno}" if e.lineno else ""
+        raise GpuplanError(f"SCRIPT: {name} is not valid Python ({e.msg}{at}); expected a "
+                           "Python training script") from None
+    except (ValueError, UnicodeError, OSError) as e:
+        raise GpuplanError(f"SCRIPT: {name} is not a Python script ({e}); expected a Python "
+                           "training script") from None
 
 
 def run_script(script: Path, args: list[str], session: WorkloadSession,

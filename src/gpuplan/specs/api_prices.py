@@ -33,6 +33,8 @@ def parse_api_prices(text: str, where: str = "api prices") -> list[ApiPrice]:
         raise GpuplanError(f"{where}: unknown key(s) {', '.join(extra)[:80]}; expected only "
                            "[[api]] entries")
     entries = data.get("api", [])
+    if entries == []:
+        raise GpuplanError(f"{where}: holds no [[api]] entries; expected at least one")
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise GpuplanError(f"{where}: `api` must be an array of tables ([[api]] entries)")
     for i, entry in enumerate(entries):

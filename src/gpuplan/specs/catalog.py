@@ -76,16 +76,17 @@ class DeviceCatalog:
         for key in keys:
             self._index[key] = device.name
 
-    def get(self, name: str) -> Device:
+    def get(self, name: str, field: str = "--gpu") -> Device:
+        """`field`: the option or argument that named the device, named in errors."""
         if name.endswith(".toml"):
             path = user_path(name)
             if not is_file(path):
-                raise GpuplanError(f"device: file {shown(name)} does not exist (a device is a "
+                raise GpuplanError(f"{field}: file {shown(name)} does not exist (a device is a "
                                    "catalog name, an alias, or a device .toml file)")
             return load_device_file(path)
         canonical = self._index.get(normalize(name))
         if canonical is None:
-            raise UnknownNameError("device", name, sorted(self.devices))
+            raise UnknownNameError(field, name, sorted(self.devices))
         return self.devices[canonical]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
@@ -117,9 +118,10 @@ def device_catalog() -> DeviceCatalog:
     return cat
 
 
-def get_device(name: str) -> Device:
-    """A device by catalog name, alias (case-insensitive) or path to a device .toml file."""
-    return device_catalog().get(name)
+def get_device(name: str, field: str = "--gpu") -> Device:
+    """A device by catalog name, alias (case-insensitive) or path to a device .toml file;
+    `field` is the option that named it (errors name it)."""
+    return device_catalog().get(name, field)
 
 
 # ---- model presets -------------------------------------------------------------------------

@@ -73,10 +73,12 @@ def framework_names() -> list[str]:
 
 def get_framework(name: str | None) -> Framework:
     """The named profile (default DEFAULT_FRAMEWORK)."""
-    name = name or DEFAULT_FRAMEWORK
     names = framework_names()
+    if name is not None and not name.strip():
+        raise InputError("--framework", name, "one of: " + ", ".join(names))
+    name = name or DEFAULT_FRAMEWORK
     if name not in names:
-        raise UnknownNameError("framework", name, names)
+        raise UnknownNameError("--framework", name, names)
     raw = tomllib.loads((_DIR / f"{name}.toml").read_text(encoding="utf-8"))
     try:
         return Framework(**raw)

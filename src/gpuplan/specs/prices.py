@@ -90,7 +90,7 @@ def _parse(text: str, origin: str, user: bool) -> list[tuple[Price, bool]]:
             raise InputError(f"{origin} line {i}: usd", usd,
                              f"a positive number at most {MAX_PRICE_USD:g}")
         try:
-            device = cat.get((r.get("device") or "").strip()).name
+            device = cat.get((r.get("device") or "").strip(), "device").name
         except GpuplanError as e:
             raise GpuplanError(f"{origin} line {i}: {e}") from None
         p = Price(device, kind, usd, (r.get("as_of") or "").strip() or "user",
@@ -128,15 +128,19 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
         f = Path(user).expanduser()
         from gpuplan.specs.files import is_file
 
+        field = "--prices" if path is not None else ENV
         if not is_file(f):
-            raise InputError("prices" if path is not None else ENV, user,
+            raise InputError(field, user,
                              "a CSV file with columns device,kind,usd[,as_of,source,url,note]")
         from gpuplan.specs.files import read_text
 
         try:
-            parsed = _parse(read_text(f, "prices"), f.name, user=True)
+            parsed = _parse(read_text(f, f"{field} price table"), f"{field} {f.name}", user=True)
         except csv.Error as e:
-            raise InputError("prices", f.name, f"a CSV file ({e})") from None
+            raise InputError(field, f.name, f"a CSV file ({e})") from None
+        if not parsed:
+            raise InputError(field, f.name, "a price table with at least one row under its "
+                             "header (device,kind,usd)")
         for p, _ in parsed:
             old = table.basis.get((p.device, p.kind))
             if old is not None:

@@ -8,6 +8,7 @@ parser that could recurse or a handler that could fail.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -32,9 +33,15 @@ SECURITY_HEADERS = [
 
 
 class BadBody(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.field = status, message, field
+
+
+MAX_INT_DIGITS = 30
+"""digits of a JSON integer in a body (no field takes more; 2**64 has 20)"""
+_KEY_OF_BAD_NUMBER = re.compile(
+    r'"([A-Za-z_][A-Za-z0-9_]{0,63})"\s*:\s*(?:-?(?:NaN|Infinity)|-?\d{%d,})' % (MAX_INT_DIGITS + 1))
 
 
 def json_depth(raw: bytes) -> int:
@@ -60,7 +67,14 @@ def json_depth(raw: bytes) -> int:
 
 
 def _no_constant(name: str) -> Any:
-    raise BadBody(400, f"body: {name} is not a JSON number; give a finite number")
+    raise BadBody(400, f"{name} is not a JSON number; give a finite number")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadBody(422, f"an integer of {len(text):,} digits; no field takes more than "
+                           f"{MAX_INT_DIGITS}")
+    return int(text)
 
 
 def check_body(raw: bytes, max_depth: int) -> None:
@@ -72,10 +86,16 @@ def check_body(raw: bytes, max_depth: int) -> None:
     if json_depth(raw) > max_depth:
         raise BadBody(400, f"body: nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int)
+    except BadBody as e:  # name the field that holds the number (the first such key)
+        m = _KEY_OF_BAD_NUMBER.search(text)
+        field = m.group(1) if m else None
+        raise BadBody(e.status, f"{field or 'body'}: {e.message}", field) from None
     except json.JSONDecodeError as e:
         raise BadBody(400, f"body: not valid JSON ({e.msg} at line {e.lineno} column "
                            f"{e.colno})") from None
+    except (ValueError, RecursionError) as e:
+        raise BadBody(400, f"body: not valid JSON ({type(e).__name__})") from None
     if not isinstance(value, dict):
         raise BadBody(422, f"body: expected a JSON object, got {type(value).__name__}")
 
@@ -106,7 +126,7 @@ class Guard:
             raw = await self._read(scope, receive)
             check_body(raw, self.max_depth)
         except BadBody as e:
-            await _reply(send_secure, e.status, e.message)
+            await _reply(send_secure, e.status, e.message, e.field)
             return
         sent = False
 
@@ -141,8 +161,8 @@ class Guard:
                 return b"".join(chunks)
 
 
-async def _reply(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message, "field": None}).encode()
+async def _reply(send: Send, status: int, message: str, field: str | None = None) -> None:
+    body = json.dumps({"error": message, "field": field}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode())]})

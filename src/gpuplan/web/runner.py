@@ -89,7 +89,7 @@ def _field_of(e: Exception, fields: set[str]) -> str | None:
         raw = m.group(1) if m else None
     if raw is None:
         return None
-    name = str(raw).lstrip("-").replace("-", "_")
+    name = (str(raw).split() or [""])[0].lstrip("-").replace("-", "_")
     aliases = {"device": "gpu", "as_json": None}
     if name in fields:
         return name
