@@ -31,9 +31,9 @@ became `--zero 1 --fsdp hybrid`; a sequence beyond a RoPE model's max_position_e
 planned as asked (limits.check_positions) so the cases moved to GPT-2-medium's learned table;
 `--scheduler static --chunked-prefill` and `--curve --requests` are read (the static
 scheduler chunks prefill too; the curve uses --requests) and were replaced by `--rate --batch`
-and `--max-batch` without a stream; `web --host 0.0.0.0` is the documented way to listen beyond loopback (it served, which the
-sweep saw as a hang) and became an address that does not exist; profile's script failures
-(above).
+and `--max-batch` without a stream; `web --host 0.0.0.0` is the documented way to listen
+beyond loopback (it served, which the sweep saw as a hang) and became an address that does
+not exist; profile's script failures (above).
 
 Checks: no traceback, no run past the time limit, exit 2 (not 0, not 1) and exactly one stderr
 line naming the field for "bad"; for "any"/"ok" with exit 0, the JSON parses and every number in
@@ -195,7 +195,7 @@ def _option_cases(rng: random.Random, tmp: str, per_option: int) -> list[Case]:
             else:
                 vals = rng.sample(TEXT_POOL, min(per_option, 3))
                 exp = ["bad"] * len(vals)
-            for v, e in zip(vals, exp):
+            for v, e in zip(vals, exp, strict=True):
                 if name in SLOW_VALID and e != "bad":
                     continue
                 argv = [a.format(script=f"{tmp}/ok.py") for a in base] + [f"{flags[0]}={v}"]
@@ -337,11 +337,11 @@ def _file_cases(tmp: str) -> list[Case]:
             folder.mkdir()
             path = folder / fname
             path.write_bytes(content)
-            argv, names = make(str(path if fname != "config.json" else path))
+            argv, names = make(str(path))
             cases.append(Case("file", argv, exp, tuple(Path(n).name if "/" in n else n
                                                        for n in names)))
     prof = _profile_variants(tmp)
-    for vname, (path, exp) in prof.items():
+    for path, exp in prof.values():
         cases.append(Case("file", ["roofline", "gpt2", "--profile", path], exp,
                           ("--profile", Path(path).name)))
     return cases
@@ -564,9 +564,9 @@ def _bad_numbers(x: Any, key: str = "") -> list[str]:
         return [b for k, v in x.items() for b in _bad_numbers(v, str(k))]
     if isinstance(x, list):
         return [b for v in x for b in _bad_numbers(v, key)]
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        if not math.isfinite(x) or (x < 0 and not any(s in key for s in SIGNED)):
-            return [f"{key}={x}"]
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and (
+            not math.isfinite(x) or (x < 0 and not any(s in key for s in SIGNED))):
+        return [f"{key}={x}"]
     return []
 
 

@@ -30,9 +30,9 @@ def bad_numbers(x: Any, key: str = "") -> list[tuple[str, Any]]:
         return [b for k, v in x.items() for b in bad_numbers(v, str(k))]
     if isinstance(x, list):
         return [b for v in x for b in bad_numbers(v, key)]
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        if not math.isfinite(x) or (x < 0 and not any(s in key for s in SIGNED)):
-            return [(key, x)]
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and (
+            not math.isfinite(x) or (x < 0 and not any(s in key for s in SIGNED))):
+        return [(key, x)]
     return []
 
 

@@ -101,6 +101,26 @@ def _clean(text: str, word_limit: int = 100) -> str:
     return " ".join(words)
 
 
+def _as_option(e: GpuplanError, args: list[str]) -> str:
+    """An estimator's error names its Python field ('tp', 'usd_per_gpu_hour'); on the command
+    line it is shown as the option the user typed (--tp, --usd-per-gpu-hour)."""
+    from gpuplan.errors import InputError
+
+    text, field = str(e), getattr(e, "field", None)
+    if not isinstance(e, InputError) or not isinstance(field, str) \
+            or not field.isidentifier() or not text.startswith(f"{field}:"):
+        return text
+    try:
+        from typer.main import get_command
+
+        cmd = get_command(app).commands.get(_command(args))  # type: ignore[attr-defined]
+    except Exception:  # pragma: no cover - the message as the estimator wrote it
+        return text
+    param = next((p for p in getattr(cmd, "params", []) if p.name == field), None)
+    flags = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return f"{flags[0]}{text[len(field):]}" if flags else text
+
+
 def _fail(msg: str, code: int = 2) -> int:
     print(f"gpuplan: {_clean(msg)}", file=sys.stderr)
     return code
@@ -133,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     except GpuplanError as e:
         if debug:
             traceback.print_exc()
-        return _fail(f"error: {e}")
+        return _fail(f"error: {_as_option(e, args)}")
     except _EXIT as e:
         return int(e.exit_code or 0)
     except (*_ABORT, KeyboardInterrupt):

@@ -71,7 +71,7 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
         if v not in DTYPE_BYTES:
             raise InputError(f, v, f"one of {', '.join(DTYPE_BYTES)}")
     if m.num_heads % cfg.tp:
-        raise InputError("tp", cfg.tp, f"a divisor of num_heads ({m.num_heads})")
+        raise InputError("tp", cfg.tp, f"a divisor of the model's {m.num_heads} attention heads")
 
     def total(batch: int, context: int) -> dict[str, float]:
         w = weight_bytes(m, cfg)

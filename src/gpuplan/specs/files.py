@@ -143,5 +143,6 @@ def parse_toml(text: str, origin: str) -> dict[str, Any]:
         return data
     except tomllib.TOMLDecodeError as e:
         raise GpuplanError(f"{origin}: not valid TOML ({shorten(str(e), 120)})") from None
-    except (RecursionError, ValueError, OverflowError) as e:
-        raise GpuplanError(f"{origin}: not valid TOML ({type(e).__name__})") from None
+    except (RecursionError, ValueError, OverflowError):
+        raise GpuplanError(f"{origin}: not valid TOML (nested too deeply or a number out of "
+                           "range)") from None

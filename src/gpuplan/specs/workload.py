@@ -186,11 +186,11 @@ def check_split(m: ModelSpec, tp: int, cp: int, ep: int, seq_len: int) -> None:
     for field, value in (("tp", tp), ("cp", cp), ("ep", ep)):
         check_positive(field, value)
     if m.num_heads % tp:
-        raise InputError("tp", tp, f"a divisor of num_heads ({m.num_heads})")
+        raise InputError("tp", tp, f"a divisor of the model's {m.num_heads} attention heads")
     if m.kv_heads % tp and tp % m.kv_heads:
-        raise InputError("tp", tp, f"a divisor or multiple of the kv heads ({m.kv_heads})")
+        raise InputError("tp", tp, f"a divisor or a multiple of the model's {m.kv_heads} K/V heads")
     if m.is_moe and m.num_experts % ep:
-        raise InputError("ep", ep, f"a divisor of num_experts ({m.num_experts})")
+        raise InputError("ep", ep, f"a divisor of the model's {m.num_experts} experts")
     if not m.is_moe and ep != 1:
         raise InputError("ep", ep, "1 for a dense model (expert parallelism needs experts)")
     if seq_len % cp:

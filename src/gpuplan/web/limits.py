@@ -40,8 +40,8 @@ class BadBody(Exception):
 
 MAX_INT_DIGITS = 30
 """digits of a JSON integer in a body (no field takes more; 2**64 has 20)"""
-_KEY_OF_BAD_NUMBER = re.compile(
-    r'"([A-Za-z_][A-Za-z0-9_]{0,63})"\s*:\s*(?:-?(?:NaN|Infinity)|-?\d{%d,})' % (MAX_INT_DIGITS + 1))
+_KEY_OF_BAD_NUMBER = re.compile(r'"([A-Za-z_][A-Za-z0-9_]{0,63})"\s*:\s*'
+                                r"(?:-?(?:NaN|Infinity)|-?\d{" + str(MAX_INT_DIGITS + 1) + ",})")
 
 
 def json_depth(raw: bytes) -> int:
@@ -94,10 +94,13 @@ def check_body(raw: bytes, max_depth: int) -> None:
     except json.JSONDecodeError as e:
         raise BadBody(400, f"body: not valid JSON ({e.msg} at line {e.lineno} column "
                            f"{e.colno})") from None
-    except (ValueError, RecursionError) as e:
-        raise BadBody(400, f"body: not valid JSON ({type(e).__name__})") from None
+    except (ValueError, RecursionError):
+        raise BadBody(400, "body: not valid JSON (nested too deeply or a number out of range)"
+                      ) from None
     if not isinstance(value, dict):
-        raise BadBody(422, f"body: expected a JSON object, got {type(value).__name__}")
+        kinds = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}
+        got = kinds.get(type(value), "a number")
+        raise BadBody(422, f"body: expected a JSON object {{...}}, got {got}")
 
 
 class Guard:
