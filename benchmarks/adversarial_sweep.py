@@ -630,7 +630,8 @@ def judge(case: Case, limit: float) -> tuple[list[str], float]:
     """The failures of one case (empty: it passed) and its time."""
     if case.web is not None:
         return _judge_web(case, limit)
-    if case.process or case.env:
+    if (case.process or case.env) and not any("\x00" in a for a in case.argv):
+        # (a NUL cannot reach a real process's argv; such a case runs in-process)
         code, out, err, took = _in_subprocess(case.argv, case.env, max(limit, 120.0))
     else:
         code, out, err, took = _in_process(case.argv, limit)

@@ -312,7 +312,7 @@ def test_cli_serve_works_for_a_cpu(capsys):
 @pytest.mark.parametrize("argv, field", [
     (["--tp", "3"], "tp"),
     (["--prompt-len", "uniform:1:5"], "--prompt-len"),
-    (["--rate", "5", "--prompt-len", "gamma:3"], "prompt_len"),
+    (["--rate", "5", "--prompt-len", "gamma:3"], "--prompt-len"),  # the option, as typed
 ])
 def test_cli_serve_bad_input_one_line_exit_2(argv, field):
     p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", "serve", "llama-3-8b",
