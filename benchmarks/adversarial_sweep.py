@@ -26,7 +26,8 @@ Cases, by class (the expectation of each is fixed here, before running):
   unknown --only, missing/binary/huge scripts, --timeout).
 
 Expectations revised after the first run, each because a documented rule says otherwise
-(listed so the count stays honest): `--zero 3 --fsdp hybrid` is consistent (FSDP is ZeRO-3) and
+(listed so the count stays honest): RANK alone (without WORLD_SIZE) is not torchrun and is
+ignored, so that case became "any" and RANK/WORLD_SIZE pairs were added; `--zero 3 --fsdp hybrid` is consistent (FSDP is ZeRO-3) and
 became `--zero 1 --fsdp hybrid`; a sequence beyond a RoPE model's max_position_embeddings is
 planned as asked (limits.check_positions) so the cases moved to GPT-2-medium's learned table;
 `--scheduler static --chunked-prefill` and `--curve --requests` are read (the static
@@ -99,7 +100,10 @@ BASES: dict[str, list[str]] = {
 SKIP_OPTS = {"--json", "--help", "--debug"}
 SLOW_VALID = {"bench", "profile", "web"}
 """commands whose accepted values would measure for minutes or start a server: only the
-values expected to be refused are swept through them (the rest in a real process, below)"""
+values expected to be refused are swept through them (the rest in a real process, below).
+bench and profile cases run as real processes: both arm their own SIGALRM (which would disarm
+this sweep's time limit) and import torch, which an in-process time limit could interrupt
+half-way (later imports then fail with 'duplicate registrations')"""
 
 
 @dataclass
@@ -201,7 +205,7 @@ def _option_cases(rng: random.Random, tmp: str, per_option: int) -> list[Case]:
                 argv = [a.format(script=f"{tmp}/ok.py") for a in base] + [f"{flags[0]}={v}"]
                 outs = (v,) if tname == "path" and e == "bad" and v.startswith(tmp) else ()
                 cases.append(Case("option", argv, e, tuple(flags), outputs=outs,
-                                  process=name == "bench"))
+                                  process=name in ("bench", "profile")))
         for arg in [p for p in cmd.params if p.param_type_name == "argument"]:
             for v in rng.sample(TEXT_POOL, 2):
                 argv = [name, v, *base[2:]] if len(base) > 1 else [name, v]
@@ -392,7 +396,7 @@ def _env_cases(tmp: str) -> list[Case]:
         ("GPUPLAN_PRICES", str(binary), ["flops", "gpt2", "--json"], "ok", ()),
         ("GPUPLAN_DEBUG", "\U0001f642", ["flops", "gpt2", "--json"], "ok", ()),
         ("RANK", "zero", ["bench", "--device", "cpu", "--only", "launch", "--quick",
-                          "--no-save", "--json"], "bad", ("RANK",)),
+                          "--no-save", "--json"], "any", ("RANK",)),  # alone: not torchrun
         ("WORLD_SIZE", "-3", ["bench", "--device", "cpu", "--only", "launch", "--quick",
                               "--no-save", "--json"], "any", ("WORLD_SIZE",)),
         ("XDG_CACHE_HOME", "/proc/version", ["bench", "--device", "cpu", "--only", "launch",
@@ -402,8 +406,13 @@ def _env_cases(tmp: str) -> list[Case]:
         ("LANG", "C", ["models"], "ok", ()), ("PYTHONIOENCODING", "ascii", ["models"], "ok",
                                                ()),
     ]
-    return [Case("env", argv, exp, names, env={k: v}, process=True)
-            for k, v, argv, exp, names in rows]
+    cases = [Case("env", argv, exp, names, env={k: v}, process=True)
+             for k, v, argv, exp, names in rows]
+    bench = ["bench", "--device", "cpu", "--only", "launch", "--quick", "--no-save", "--json"]
+    for rank, world, field in [("zero", "2", "RANK"), ("3", "2", "RANK"), ("0", "0", "WORLD")]:
+        cases.append(Case("env", bench, "bad", (field,), env={"RANK": rank, "WORLD_SIZE": world},
+                          process=True))
+    return cases
 
 
 def _measure_cases(tmp: str) -> list[Case]:
@@ -449,7 +458,8 @@ def _measure_cases(tmp: str) -> list[Case]:
         (["web", "--host", ""], "bad", ("--host",)),
         (["web", "--time-limit", "inf"], "bad", ("--time-limit",)),
     ]
-    return [Case("measure", a, e, n, process=a[0] in ("web", "bench")) for a, e, n in rows]
+    return [Case("measure", a, e, n, process=a[0] in ("web", "bench", "profile"))
+            for a, e, n in rows]
 
 
 def _web_cases(rng: random.Random) -> list[Case]:
@@ -488,6 +498,7 @@ def _web_cases(rng: random.Random) -> list[Case]:
         ("POST", plan, {"model": "gpt2", "gpus": 0}, {}, "bad", ("gpus",)),
         ("POST", plan, {"model": "gpt2", "gpus": 2.5}, {}, "bad", ("gpus",)),
         ("POST", plan, {"model": "gpt2", "gpus": True}, {}, "bad", ("gpus",)),
+        ("POST", plan, {"model": "gpt2", "rate": False}, {}, "bad", ("rate",)),
         ("POST", plan, {"model": "gpt2", "gpus": "8"}, {}, "any", ()),
         ("POST", plan, {"model": "gpt2", "goal": ["train"]}, {}, "bad", ("goal",)),
         ("POST", plan, {"model": "gpt2", "goal": "TRAIN"}, {}, "any", ("goal",)),

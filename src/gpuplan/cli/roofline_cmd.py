@@ -57,6 +57,11 @@ def register(app: typer.Typer) -> None:
 
         if plot is not None:
             plot = output_path("--plot", plot, PLOT_SUFFIXES)
+        if compare_attention and phase.value == "decode":
+            from gpuplan.specs.limits import ConflictError
+
+            raise ConflictError("--compare-attention", "--phase decode", "the comparison "
+                                "sweeps the sequence lengths of prefill or training")
         m, d = get_model(model), get_device(gpu)
         seq_len = default_len(m, seq_len, 4096)
         positions(m, seq_len, "--seq-len")

@@ -17,6 +17,7 @@ from pydantic import (
     AfterValidator,
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     create_model,
@@ -30,6 +31,13 @@ FLOAT_LIMIT = 1e18      # tokens to train on, dollars, GB/s: 1e18 is beyond any 
 STR_LIMIT = 200         # names and choices are short
 
 _PATHY = re.compile(r"[/\\\x00]|^[~.]|\.(toml|json)$", re.IGNORECASE)
+
+
+def _not_a_bool(v: Any) -> Any:
+    """JSON true/false is not a count or an amount (pydantic would read true as 1)."""
+    if isinstance(v, bool):
+        raise ValueError("expected a number, not true/false")
+    return v
 
 
 def _not_a_path(v: str) -> str:
@@ -65,11 +73,11 @@ def _annotation(p: Param) -> Any:
     elif k is int:
         lo = -INT_LIMIT if p.minimum is None else int(p.minimum)
         hi = INT_LIMIT if p.maximum is None else min(int(p.maximum), INT_LIMIT)
-        base = Annotated[int, Field(ge=lo, le=hi)]
+        base = Annotated[int, Field(ge=lo, le=hi), BeforeValidator(_not_a_bool)]
     elif k is float:
         lo_f = -FLOAT_LIMIT if p.minimum is None else float(p.minimum)
         hi_f = FLOAT_LIMIT if p.maximum is None else min(float(p.maximum), FLOAT_LIMIT)
-        base = Annotated[float, Field(ge=lo_f, le=hi_f)]
+        base = Annotated[float, Field(ge=lo_f, le=hi_f), BeforeValidator(_not_a_bool)]
     else:
         # a number where the CLI takes text (`--prompt-len 512` or `uniform:100:300`) is that text
         base = Annotated[str, Field(min_length=1, max_length=STR_LIMIT,
