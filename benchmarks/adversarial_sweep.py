@@ -27,8 +27,8 @@ Cases, by class (the expectation of each is fixed here, before running):
 
 Expectations revised after the first run, each because a documented rule says otherwise
 (listed so the count stays honest): RANK alone (without WORLD_SIZE) is not torchrun and is
-ignored, so that case became "any" and RANK/WORLD_SIZE pairs were added; `--zero 3 --fsdp hybrid` is consistent (FSDP is ZeRO-3) and
-became `--zero 1 --fsdp hybrid`; a sequence beyond a RoPE model's max_position_embeddings is
+ignored, so that case became "any" and RANK/WORLD_SIZE pairs were added;
+`--zero 3 --fsdp hybrid` is consistent (FSDP is ZeRO-3) and became `--zero 1 --fsdp hybrid`; a sequence beyond a RoPE model's max_position_embeddings is
 planned as asked (limits.check_positions) so the cases moved to GPT-2-medium's learned table;
 `--scheduler static --chunked-prefill` and `--curve --requests` are read (the static
 scheduler chunks prefill too; the curve uses --requests) and were replaced by `--rate --batch`
@@ -409,8 +409,8 @@ def _env_cases(tmp: str) -> list[Case]:
     cases = [Case("env", argv, exp, names, env={k: v}, process=True)
              for k, v, argv, exp, names in rows]
     bench = ["bench", "--device", "cpu", "--only", "launch", "--quick", "--no-save", "--json"]
-    for rank, world, field in [("zero", "2", "RANK"), ("3", "2", "RANK"), ("0", "0", "WORLD")]:
-        cases.append(Case("env", bench, "bad", (field,), env={"RANK": rank, "WORLD_SIZE": world},
+    for rank, world, name in [("zero", "2", "RANK"), ("3", "2", "RANK"), ("0", "0", "WORLD")]:
+        cases.append(Case("env", bench, "bad", (name,), env={"RANK": rank, "WORLD_SIZE": world},
                           process=True))
     return cases
 
