@@ -29,7 +29,8 @@ Expectations revised after the first run, each because a documented rule says ot
 (listed so the count stays honest): RANK alone (without WORLD_SIZE) is not torchrun and is
 ignored, so that case became "any" and RANK/WORLD_SIZE pairs were added;
 `--zero 3 --fsdp hybrid` is consistent (FSDP is ZeRO-3) and became `--zero 1 --fsdp hybrid`;
-a sequence beyond a RoPE model's max_position_embeddings is planned as asked (limits.check_positions) so the cases moved to GPT-2-medium's learned table;
+a sequence beyond a RoPE model's max_position_embeddings is planned as asked
+(limits.check_positions) so the cases moved to GPT-2-medium's learned table;
 `--scheduler static --chunked-prefill` and `--curve --requests` are read (the static
 scheduler chunks prefill too; the curve uses --requests) and were replaced by `--rate --batch`
 and `--max-batch` without a stream; `web --host 0.0.0.0` is the documented way to listen
