@@ -64,6 +64,7 @@ def test_empty_framework_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     (["advise", "gpt2", "--goal", "pretrain", "--lora-rank", "4"], "--lora-rank"),
     (["train", "gpt2", "--lora-rank", "8"], "--lora-rank"),
     (["memory", "gpt2", "--lora-targets", "q_proj"], "--lora-targets"),
+    (["roofline", "gpt2", "--phase", "decode", "--compare-attention"], "--compare-attention"),
 ])
 def test_ignored_options_are_refused(argv: list[str], field: str,
                                      capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,6 +142,7 @@ def test_profile_refuses_a_script_that_is_not_python(content: bytes, tmp_path: P
     ('{"model": "gpt2", "rate": -Infinity}', "rate"),
     ('{"model": "gpt2", "tokens": ' + "9" * 5000 + "}", "tokens"),
     ('{"model": "gpt2", "gpus": NaN}', "gpus"),
+    ('{"model": "gpt2", "gpus": true}', "gpus"),  # pydantic alone reads true as 1
     ("[1, 2]", None),
 ])
 def test_web_names_the_field_of_a_bad_number(body: str, field: str | None) -> None:
