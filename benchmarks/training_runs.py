@@ -30,6 +30,7 @@ Each record's `inferred` lists the settings that are not published (and how they
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -816,8 +817,20 @@ VALIDATION_CSV = DATA / "training_validation.csv"
 _CSV_METRIC = {"tokens_per_sec_per_gpu": "tokens-per-gpu", "tflops_per_gpu": "model-tflops"}
 
 
+_GPT_NAME = re.compile(r"gpt-h(\d+)-l(\d+)-a(\d+)-v(\d+)(-untied)?")
+"""A Megatron GPT given by its shape in the csv's model cell: gpt-h{hidden}-l{layers}-a{heads}
+-v{vocab}[-untied] (GELU MLP 4h, learned positions, biases; tied embeddings unless -untied)."""
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
-    return mpt(name[4:], seq) if name.startswith("mpt-") else get_model(name)
+    if name.startswith("mpt-"):
+        return mpt(name[4:], seq)
+    m = _GPT_NAME.fullmatch(name)
+    if m is None:
+        return get_model(name)
+    h, layers, heads, vocab = (int(x) for x in m.groups()[:4])
+    spec = megatron_gpt(name, h, layers, heads, vocab=vocab, seq=seq)
+    return spec.model_copy(update={"tie_embeddings": False}) if m.group(5) else spec
 
 
 def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
@@ -832,7 +845,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 "dp": int(row["dp"]), "tp": int(row["tp"]), "pp": int(row["pp"]),
                 "cp": int(row["cp"]), "sp": row["sp"] == "true",
                 "virtual_stages": int(row["virtual_stages"]), "recompute": recompute,
-                "attention": "flash", "dropout": False}
+                "attention": row.get("attention") or "flash",
+                "dropout": row.get("dropout") == "true", "ep": int(row.get("ep") or 1)}
             fw = row["framework"]
             if fw in ("llm-foundry", "fsdp"):
                 train["fsdp"] = "full"
