@@ -35,7 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuplan.specs.catalog import get_model
+from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.device import Device
 from gpuplan.specs.model import Activation, ModelSpec
 
 CSV_NAME = "training_runs.csv"
@@ -116,6 +117,24 @@ class TrainingRun:
 class Skipped:
     run_id: str
     reason: str
+
+
+# ---- devices ------------------------------------------------------------------------------
+
+H100_96GB = "H100-96GB"
+"""Meta's Grand Teton H100 (torchtitan's benchmark machine): 96 GB HBM2e at 2.4 TB/s, 500 W
+(pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'). Its tensor peak
+is 'between SXM and NVL' (same file, footnote 2): the H100-SXM peaks are kept; 95 GiB usable
+is an assumption (as in tests/test_memory_cases.py)."""
+
+
+def run_device(name: str) -> Device:
+    """The catalog device, or the one variant the catalog lacks (H100_96GB)."""
+    if name != H100_96GB:
+        return get_device(name)
+    return get_device("h100").model_copy(update={
+        "name": H100_96GB, "memory_bytes": 96 * 10**9, "usable_memory_bytes": 95 * 2**30,
+        "mem_bw_bytes_per_s": 2.4e12, "tdp_w": 500.0})
 
 
 # ---- architectures ------------------------------------------------------------------------
@@ -847,6 +866,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 "virtual_stages": int(row["virtual_stages"]), "recompute": recompute,
                 "attention": row.get("attention") or "flash",
                 "dropout": row.get("dropout") == "true", "ep": int(row.get("ep") or 1)}
+            if row.get("fused") == "true":  # torch.compile or fused kernels, as the row says
+                train["fused"] = True
             fw = row["framework"]
             if fw in ("llm-foundry", "fsdp"):
                 train["fsdp"] = "full"

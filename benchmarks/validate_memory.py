@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from training_runs import RUNS, mpt
+from training_runs import H100_96GB, RUNS, mpt, run_device
 
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, train_memory
 from gpuplan.specs.catalog import get_device, get_model
@@ -65,8 +65,7 @@ training_runs.py); families not listed: 'default' (PyTorch fp32 cross-entropy)""
 def h100_96gb() -> Device:
     """torchtitan's Grand Teton H100: 96 GB HBM2e; 95 GiB usable (assumption, as in
     tests/test_memory_cases.py)."""
-    return get_device("h100").model_copy(update={
-        "name": "H100-96GB", "memory_bytes": 96 * 10**9, "usable_memory_bytes": 95 * GiB})
+    return run_device(H100_96GB)
 
 
 @dataclass
@@ -152,7 +151,7 @@ def dev_runs() -> list[FitRow]:
             continue  # no PyTorch caching allocator; XLA plans memory statically
         cfg = TrainConfig(**{**run.train, "memory_behaviour": run_behaviour(run)})
         rows.append(_fit(run.run_id, getattr(run, "split", "calibration"), run.model,
-                         get_device(run.device), cfg))
+                         run_device(run.device), cfg))
     return rows
 
 
