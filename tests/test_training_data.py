@@ -111,5 +111,6 @@ def test_the_split_rule_is_the_issues():
     assert split["megatron-core-h100"] == split["korthikanti2022-a100"] == "calibration"
     for fam in ("torchtitan-h100-2024", "torchtitan-h100-asynctp-2025",
                 "torchtitan-h200-trainy-2025", "nemo-h100-2407", "mbridge-h100", "mbridge-b200",
-                "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025"):
+                "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
+                "nemo-launcher-a100-2022"):
         assert split[fam] == "validation"
