@@ -181,11 +181,12 @@ def test_torchtitan_llama3_8b_fsdp_measured():
 def test_llama3_8b_fsdp_on_8x_a100_80gb_needs_activation_checkpointing(capsys):
     """torchtitan trains Llama 3 8B with FSDP on A100 80GB at seq 8192 with selective
     activation checkpointing (docs/performance.md, 64 A100 80GB, local batch 1). Without
-    any recomputation the 32 layers' activations alone exceed 50 GB."""
+    any recomputation the 32 layers' activations alone exceed 50 GB: over capacity, though
+    within the model's band of it (tight), so the fix chain still makes it fit for sure."""
     m, d = get_model("llama-3-8b"), get_device("a100-sxm-80gb")
     cfg = TrainConfig(micro_batch=1, seq_len=8192, fsdp="full", dp=8)
     r = train_memory(m, d, cfg)
-    assert not r.fits and r.per_gpu["activations"] > 50 * GB
+    assert r.verdict == "tight" and r.margin_bytes < 0 and r.per_gpu["activations"] > 50 * GB
     steps = train_fix_chain(m, d, cfg, "llama-3-8b", catalog=CATALOG)
     assert [s.change for s in steps] == ["full activation recomputation"]
     assert steps[0].fits and steps[0].total_bytes < 0.6 * d.memory_bytes
@@ -300,7 +301,10 @@ def test_nemo_llama2_70b_tp4_pp4_vp20_on_h100():
     # the first stage holds p = 4 micro-batches, x (1 + (p-1)/(p v)) when interleaved
     assert r.details["stage"] == 0
     assert r.details["activation_micro_batches"] == pytest.approx(4 * (1 + 3 / 80))
-    assert train_fix_chain(m, d, cfg, "llama-2-70b", catalog=CATALOG) == []
+    # it ran, but close to capacity (within the model's band): the fix chain offers one step
+    # that makes it fit beyond doubt
+    steps = train_fix_chain(m, d, cfg, "llama-2-70b", catalog=CATALOG)
+    assert r.verdict == "tight" and len(steps) == 1 and steps[0].fits_with_margin
 
 
 def test_torchtitan_llama3_70b_fsdp32_tp8_measured():

@@ -118,12 +118,11 @@ def register(app: typer.Typer) -> None:
         memory_rules(ctx, m, d, mode, locals())
         o = dict(locals())
         if mode is Mode.train:
-            cfg = train_job(o, dp, d.kind)
-            if framework is not None:
-                from gpuplan.specs.framework import get_framework
+            from gpuplan.specs.framework import get_framework
 
-                fw = get_framework(framework)
-                cfg = fw.apply(cfg)
+            # as `gpuplan train` sets the job up: unnamed, the layout's memory behaviour
+            cfg = get_framework(framework).apply(train_job(o, dp, d.kind),
+                                                 named=framework is not None)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
