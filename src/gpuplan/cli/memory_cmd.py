@@ -121,8 +121,8 @@ def register(app: typer.Typer) -> None:
             from gpuplan.specs.framework import get_framework
 
             # as `gpuplan train` sets the job up: unnamed, the layout's memory behaviour
-            cfg = get_framework(framework).apply(train_job(o, dp, d.kind),
-                                                 named=framework is not None)
+            fw = get_framework(framework)
+            cfg = fw.apply(train_job(o, dp, d.kind), named=framework is not None)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)

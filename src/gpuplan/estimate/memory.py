@@ -171,13 +171,19 @@ def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
 Verdict = Literal["fits", "tight", "does_not_fit"]
 
 
+def not_out_of_memory(total: Array, capacity: Array, band: float) -> Array:
+    """Not declared out of memory (verdict fits or tight): the low end of the predicted
+    peak's range, total/(1+band), within capacity. Scalars or arrays (the layout search)."""
+    return total / (1 + band) <= capacity
+
+
 def memory_verdict(total: float, capacity: float, band: float) -> Verdict:
     """The fit verdict of a predicted peak whose relative error is within ±band: the real
     peak lies in [total/(1+band), total/(1-band)]. fits: all of that range is within
     capacity; does_not_fit: none of it; tight: capacity falls inside it."""
     if total / (1 - band) <= capacity:
         return "fits"
-    if total / (1 + band) > capacity:
+    if not not_out_of_memory(total, capacity, band):
         return "does_not_fit"
     return "tight"
 
