@@ -301,10 +301,7 @@ def test_nemo_llama2_70b_tp4_pp4_vp20_on_h100():
     # the first stage holds p = 4 micro-batches, x (1 + (p-1)/(p v)) when interleaved
     assert r.details["stage"] == 0
     assert r.details["activation_micro_batches"] == pytest.approx(4 * (1 + 3 / 80))
-    # it ran, but close to capacity (within the model's band): the fix chain offers one step
-    # that makes it fit beyond doubt
-    steps = train_fix_chain(m, d, cfg, "llama-2-70b", catalog=CATALOG)
-    assert r.verdict == "tight" and len(steps) == 1 and steps[0].fits_with_margin
+    assert train_fix_chain(m, d, cfg, "llama-2-70b", catalog=CATALOG) == []
 
 
 def test_torchtitan_llama3_70b_fsdp32_tp8_measured():

@@ -124,3 +124,15 @@ def test_no_calibration_run_that_ran_is_declared_out_of_memory(vm):  # type: ign
 def test_documented_ooms_are_declared_out_of_memory(vm):  # type: ignore[no-untyped-def]
     rows = vm.documented_ooms()
     assert rows and all(r.verdict == "does_not_fit" for r in rows)
+
+
+def test_loss_parallel_backward_holds_three_fp32_copies_only_with_tp():
+    """DTensor loss_parallel's backward, (zeros_like(x) + exp(x)) * grad_output, holds three
+    fp32 copies of the local logits beside the kept log-softmax; plain aten holds two."""
+    from gpuplan.estimate.memory_peak import loss_buffers
+
+    t, v, e = 1000, 16_000, 2.0
+    tt = behaviour_for("fsdp")
+    assert loss_buffers(t, v, e, tt, tp=8).transient == 3 * 4 * t * v
+    assert loss_buffers(t, v, e, tt, tp=1).transient == 2 * 4 * t * v
+    assert loss_buffers(t, v, e, behaviour_for("megatron"), tp=8).transient == 2 * t * v

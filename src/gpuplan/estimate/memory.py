@@ -350,7 +350,7 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
     if cfg.recompute == "selective" and b.selective == "per-op":
         per_block = per_op_sac(m, cfg, impl, per_block)
     e = DTYPE_BYTES[cfg.compute_dtype]
-    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b)
+    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b, cfg.tp)
     # the stack's loss instead of the op model's (PyTorch's fp32 cross-entropy)
     head_extra = 0.0
     if b.loss != "fp32":
