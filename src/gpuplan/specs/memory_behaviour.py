@@ -133,14 +133,14 @@ INFER = MemoryBehaviour(name="infer")
 (inferred_behaviour), so a search or plan that changes the layout re-infers it."""
 
 
-def inferred_behaviour(tp: int, cp: int) -> MemoryBehaviour:
-    """The memory behaviour when no framework is named, from the layout: tensor or context
-    parallelism is what the model-parallel stacks do (Megatron-LM/Core and NeMo, which most
+def inferred_behaviour(tp: int, cp: int, ep: int = 1) -> MemoryBehaviour:
+    """The memory behaviour when no framework is named, from the layout: tensor, context or
+    expert parallelism is what the model-parallel stacks do (Megatron-LM/Core and NeMo, which most
     published runs at that scale use: its in-place vocab-parallel loss, no training KV cache);
     otherwise MIDDLE. (Not pipeline parallelism: the layout search varies it within one memory
     profile.)"""
-    if max(tp, cp) > 1:
-        return replace(BEHAVIOURS["megatron"], name="inferred: megatron (tp or cp > 1)")
+    if max(tp, cp, ep) > 1:
+        return replace(BEHAVIOURS["megatron"], name="inferred: megatron (tp, cp or ep > 1)")
     return MIDDLE
 
 

@@ -95,7 +95,7 @@ class TrainConfig:
     def behaviour(self) -> MemoryBehaviour:
         """The stack's memory behaviour; INFER (no framework named) resolved by the layout."""
         b = self.memory_behaviour or behaviour_for(None)
-        return inferred_behaviour(self.tp, self.cp) if b is INFER else b
+        return inferred_behaviour(self.tp, self.cp, self.ep) if b is INFER else b
 
     def __post_init__(self) -> None:
         for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
