@@ -136,3 +136,27 @@ def test_loss_parallel_backward_holds_three_fp32_copies_only_with_tp():
     assert loss_buffers(t, v, e, tt, tp=8).transient == 3 * 4 * t * v
     assert loss_buffers(t, v, e, tt, tp=1).transient == 2 * 4 * t * v
     assert loss_buffers(t, v, e, behaviour_for("megatron"), tp=8).transient == 2 * t * v
+
+
+def test_train_and_memory_commands_agree_on_the_verdict(capsys):  # type: ignore[no-untyped-def]
+    """The same job through `memory` and `train` (no framework named: the inferred behaviour)
+    gives the same bytes and the same verdict; `fits` is 'not declared out of memory'."""
+    import json
+
+    from gpuplan.cli.main import main
+
+    args = ["llama-3-8b", "--gpu", "a100-sxm-80gb", "--micro-batch", "1", "--seq-len", "8192",
+            "--fsdp", "full", "--json"]
+
+    def run(*argv: str) -> dict:  # type: ignore[type-arg]
+        capsys.readouterr()
+        assert main(list(argv)) == 0
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    mem = run("memory", *args, "--mode", "train", "--dp", "8")
+    tr = run("train", *args, "--gpus", "8")
+    assert mem["total_bytes"] == tr["memory"]["total_bytes"]
+    assert mem["memory_verdict"] == tr["memory_verdict"] == tr["memory"]["memory_verdict"]
+    assert tr["fits"] == (tr["memory_verdict"] != "does_not_fit")
+    assert mem["memory_band"] == MEMORY_BAND
+    assert tr["tokens_per_s"] > 0
