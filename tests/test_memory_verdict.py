@@ -160,3 +160,25 @@ def test_train_and_memory_commands_agree_on_the_verdict(capsys):  # type: ignore
     assert tr["fits"] == (tr["memory_verdict"] != "does_not_fit")
     assert mem["memory_band"] == MEMORY_BAND
     assert tr["tokens_per_s"] > 0
+
+
+def test_dtensor_tp_keeps_the_gathered_linear_inputs():
+    """torchtitan's sequence-parallel TP keeps each ColwiseParallel linear's all-gathered
+    input: (1 - 1/tp) x tokens x hidden x 2 bytes more per attention and MLP block than
+    Megatron's stack, which keeps the shard."""
+    from gpuplan.estimate.memory import memory_profile
+
+    m = get_model("llama-3-8b")
+    cfg = TrainConfig(micro_batch=2, seq_len=4096, tp=4, sp=True, dp=2, dropout=False,
+                      fused=True)
+    impl = train_impl(cfg, "gpu")
+    tt = memory_profile(m, replace(cfg, memory_behaviour=behaviour_for("fsdp")), impl)
+    meg = memory_profile(m, replace(cfg, memory_behaviour=behaviour_for("megatron")), impl)
+    extra = (1 - 1 / 4) * 2 * 4096 * 4096 * 2
+    for block in ("layer.attention", "layer.mlp"):
+        assert tt.full_block[block] - meg.full_block[block] == extra
+    no_sp = replace(cfg, sp=False)
+    assert memory_profile(m, replace(no_sp, memory_behaviour=behaviour_for("fsdp")),
+                          train_impl(no_sp, "gpu")).full_block == memory_profile(
+        m, replace(no_sp, memory_behaviour=behaviour_for("megatron")),
+        train_impl(no_sp, "gpu")).full_block

@@ -21,6 +21,7 @@ from gpuplan.estimate import lora
 from gpuplan.estimate.memory_peak import (
     LossBuffers,
     fsdp_buffers,
+    gathered_tp_inputs,
     loss_buffers,
     ops_loss_saved,
     per_op_sac_saved,
@@ -345,11 +346,14 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
             m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl),
             m, cfg))
     loc = local_sizes(m, impl, cfg.seq_len)
-    per_block = checkpointed(m, cfg, impl, saved) if full else saved
     b = cfg.behaviour
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    if cfg.sp:
+        saved = gathered_tp_inputs(saved, (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP),
+                                   cfg.micro_batch * loc.seq, m.hidden_size, e, cfg.tp, b)
+    per_block = checkpointed(m, cfg, impl, saved) if full else saved
     if cfg.recompute == "selective" and b.selective == "per-op":
         per_block = per_op_sac(m, cfg, impl, per_block)
-    e = DTYPE_BYTES[cfg.compute_dtype]
     loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b, cfg.tp)
     # the stack's loss instead of the op model's (PyTorch's fp32 cross-entropy)
     head_extra = 0.0

@@ -128,3 +128,17 @@ def per_op_sac_saved(ops: OpList, block: str, first_block: bool, layer_input: fl
         elif o.kind == "attention" and o.saved_bytes:
             total += o.bytes_written
     return total
+
+
+def gathered_tp_inputs(saved: dict[str, float], blocks: tuple[str, ...], tokens: float,
+                       hidden: int, e: float, tp: int, b: MemoryBehaviour) -> dict[str, float]:
+    """Saved bytes per block when sequence-parallel TP saves the all-gathered input of its
+    column-parallel linears (QKV, MLP up/gate) instead of the sequence shard: DTensor's
+    ColwiseParallel redistributes Shard(1) -> Replicate() and autograd keeps that gathered
+    tensor (torchtitan's TP plan), where Megatron keeps the shard and all-gathers again in
+    backward (Korthikanti et al. 2022 §4.2.2). One input per listed block, (1 - 1/tp) of the
+    tokens more."""
+    if not (b.tp_saves_gathered_inputs and tp > 1):
+        return saved
+    extra = (1 - 1 / tp) * tokens * hidden * e
+    return {k: v + extra if k in blocks else v for k, v in saved.items()}

@@ -30,11 +30,11 @@ ZeRO paper's > 30 % (Rajbhandari et al. 2020 §3.2) is the extreme case, not the
 MEMORY_BAND = 0.12
 """The training memory model's stated relative error on a peak: the 90th percentile of |error|
 on the 20 calibration peaks of benchmarks/validate_memory.py, rounded up to a percent (median
-3.9 %, largest 12.9 %: Llama 3.1 405B with CP 8 and 1F1B PP, under-predicted). Its summary's `band`
+3.7 %, largest 12.1 %: Llama 3 70B under FSDP x TP 8, under-predicted). Its summary's `band`
 recomputes it; a test checks this value against it. A predicted peak whose ±band range
 contains the capacity is 'tight', not 'does not fit'."""
 MEMORY_BAND_SOURCE = ("90th percentile of |error| of the predicted peak on 20 measured "
-                      "peaks (torchtitan Llama 3 8B-405B; median 3.9 %)")
+                      "peaks (torchtitan Llama 3 8B-405B; median 3.7 %)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class MemoryBehaviour:
     """with TP, the fp32 loss runs on vocabulary-sharded logits under PyTorch's DTensor
     loss_parallel (torchtitan's default: --training.disable_loss_parallel off); its backward
     holds one more fp32 copy of the logits (estimate.memory_peak)"""
+    tp_saves_gathered_inputs: bool = False
+    """with sequence-parallel TP, autograd keeps the all-gathered input of each column-parallel
+    linear (PyTorch DTensor TP: torchtitan), not the shard (Megatron re-gathers in backward)"""
     training_kv_cache: bool | None = None
     """whether the model code builds a KV cache in training (copies of k and v): only Hugging
     Face models do (use_cache defaults to True); None leaves TrainConfig.training_kv_cache"""
@@ -77,7 +80,9 @@ class MemoryBehaviour:
                 "loss_chunk_tokens": self.loss_chunk_tokens, "selective": self.selective,
                 "fsdp_units_gathered": self.fsdp_units_gathered,
                 "fsdp_reshard_with_pp": self.fsdp_reshard_with_pp,
-                "loss_parallel": self.loss_parallel, "training_kv_cache": self.training_kv_cache,
+                "loss_parallel": self.loss_parallel,
+                "tp_saves_gathered_inputs": self.tp_saves_gathered_inputs,
+                "training_kv_cache": self.training_kv_cache,
                 "sources": list(self.sources)}
 
 
@@ -95,10 +100,11 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
     "fsdp": MemoryBehaviour(
         name="fsdp", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         fsdp_reshard_with_pp=False, selective="per-op", training_kv_cache=False,
-        loss_parallel=True,
+        loss_parallel=True, tp_saves_gathered_inputs=True,
         sources=("torchtitan: cross_entropy(pred.flatten(0, 1).float()); `del pred` before "
                  "backward; FSDP2 prefetches one unit; reshard_after_forward=False with PP; "
-                 "loss_parallel with TP",)),
+                 "loss_parallel with TP; DTensor TP keeps the gathered inputs of ColwiseParallel "
+                 "linears",)),
     "llm-foundry": MemoryBehaviour(
         name="llm-foundry", loss="fused", keeps_logits=True, fsdp_units_gathered=2,
         training_kv_cache=False,
