@@ -53,10 +53,13 @@ from gpuplan.specs.workload import InferConfig
 
 NATIVE_QUANT = ("fp8", "int8", "fp4")
 """Weight dtypes that run as low-precision matmuls where the device has a tensor peak for them."""
-DEQUANT_OPS_PER_WEIGHT = 2.0
-"""Vector instructions to dequantize one weight element (convert + scale): an assumption,
-stated. They issue at the FMA instruction rate, half the vector FLOP peak (an FMA counts 2
-FLOPs in the datasheet's FP32 figure)."""
+DEQUANT_OPS_PER_WEIGHT = {"int8": 1.0, "fp8": 1.0, "int4": 2.0, "fp4": 2.0}
+"""Vector instructions per weight element to dequantize it inside the matmul: 8-bit weights
+carry one scale per output channel, applied to the output (gpt-fast quantize.py
+WeightOnlyInt8Linear: linear(x, w.to(x.dtype)) * scales): a convert per weight; 4-bit weights
+carry a scale and zero per group of 32-128 (GPTQ/AWQ, gpt-fast's int4 groups): convert plus a
+fused multiply-add per weight. They issue at the FMA instruction rate, half the vector FLOP
+peak (an FMA counts 2 FLOPs in the datasheet's FP32 figure)."""
 FLOPS_PER_INSTRUCTION = 2.0
 PAGED_KV_SLOWDOWN = 1.23
 """PagedAttention kernel vs a contiguous-cache kernel: 20-26% slower (Kwon et al. 2023, §7.2)."""
@@ -75,17 +78,16 @@ NVIDIA/nccl v2.28.7-1, ncclTunerConstantsDefaults): baseLat 6.6 µs + 2(n-1) ste
 (NVLink 0.6 µs, PCIe 1.0 µs), at a quarter of the ring's bus bandwidth (tuning.cc: LL busBw
 x 1/4 for all-reduce); NCCL runs it when its modelled time beats the Simple protocol's."""
 
-SERVING_FACTORS = (0.7, 0.5, 0.8)
+SERVING_FACTORS = (0.8, 0.7, 0.5)
 """(compute, extra for fp4 compute, attention KV reads): shares of the kernel ceilings a
 serving engine's whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps;
 paged decode-attention kernels reading scattered KV blocks), fitted by benchmarks/fit_serving.py
 on the CALIBRATION family only (see SERVING_CALIBRATION). Weight reads keep the roofline's
 memory ceiling: batch-1 decode (gpt-fast) reaches it without a serving loss."""
 SERVING_CALIBRATION = ("fitted 2026-12-01 by benchmarks/fit_serving.py on TensorRT-LLM's "
-                       "Llama-3.3-70B max-throughput rows only (40 rows); validated on its "
-                       "Llama-3.1-8B and 405B rows and on gpt-fast")
-
-
+                       "Llama-3.3-70B max-throughput rows only (40 rows, median |log error| "
+                       "0.054); validated on its Llama-3.1-8B and 405B rows, its 1.x "
+                       "Llama-3.3-70B rows at unseen lengths/TP and on gpt-fast")
 SERVING_ATTENTION_KERNEL = "fa3"
 """Serving engines run the device's fastest fused attention: FlashAttention-3 on Hopper (vLLM's
 vllm-flash-attn and SGLang's default there; TensorRT-LLM's warp-specialised Hopper FMHA is of
@@ -281,7 +283,8 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
     fp4_factor = (factors or SERVING_FACTORS)[1] if eff is None and compute_dtype == "fp4" \
         else 1.0
     eff = eff or serving_efficiency(device, compute_dtype, factors)
-    dequant = DEQUANT_OPS_PER_WEIGHT / per_elem if quantized and not native else 0.0
+    dequant = DEQUANT_OPS_PER_WEIGHT.get(wd, 2.0) / per_elem if quantized and not native \
+        else 0.0
     ff = (m.expert_size * m.experts_per_token if m.is_moe else m.intermediate_size)
     act = m.num_layers * (8 * d + 3 * ff / tp) * DTYPE_BYTES[cfg.act_dtype]
     ar = _allreduce(device, tp, d * DTYPE_BYTES[cfg.act_dtype])
@@ -293,7 +296,8 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
         "weight_dtype": wd, "kv_dtype": cfg.kv_dtype, "tp": tp, "attention": cfg.attention,
         "matmul_dtype": compute_dtype,
         "quantized_weights": ("native" if native else "dequantized in the matmul kernel "
-                              f"({DEQUANT_OPS_PER_WEIGHT:g} vector ops per weight)")
+                              f"({DEQUANT_OPS_PER_WEIGHT.get(wd, 2.0):g} vector instructions per weight, "
+                              "serial with the loads)")
         if quantized else "16-bit",
         "moe_experts_read": "E x (1 - (1 - k/E)^tokens) per MoE layer" if m.is_moe else None,
         "tp_comm": "2 all-reduces per layer (Megatron-LM), NCCL LL or Simple protocol, "
