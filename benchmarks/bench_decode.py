@@ -34,7 +34,15 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=3)
     ap.add_argument("--max-load", type=float, default=1.5)
     ap.add_argument("--wait", type=float, default=600.0)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch threads for the whole run (profile and decode alike; 1 is "
+                         "steadier on a shared machine); 0 = torch's default")
+    ap.add_argument("--tag", default="", help="suffix of the results file")
     args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     lines = [f"# bench_decode {dt.datetime.now().isoformat(timespec='seconds')} {args.device}, "
              f"{platform.machine()}, {os.cpu_count()} CPUs (shared), Python "
              f"{platform.python_version()}; bar: TPOT within 25% of the prediction",
@@ -57,7 +65,7 @@ def main() -> None:
                      f"{d['load_average']}; model {d['params'] / 1e6:.1f}M params, prompt "
                      f"{d['prompt_len']}, output {d['output_len']}, {d['dtype']}")
         print("\n".join(lines[-2:]), flush=True)
-    out = Path(__file__).parent / "results" / f"decode-{dt.date.today()}-{args.device}.txt"
+    out = Path(__file__).parent / "results" / f"decode-{dt.date.today()}-{args.device}{args.tag}.txt"
     out.write_text("\n".join(lines) + "\n")
     print(f"written {out}")
 
