@@ -176,6 +176,22 @@ def test_train_search_and_scaling_json(capsys):
     assert s["scaling"][0]["speedup"] == 1.0
 
 
+def test_search_rows_rerun_by_train_equal_under_the_auto_stack(capsys):
+    """No --framework: each searched layout is timed as the stack its layout implies
+    (TP/SP -> megatron, ZeRO-3 -> fsdp, ...), exactly as `train` times that layout."""
+    r = run_json(capsys, "train", "llama-3-8b", "--gpus", "16", "--global-batch", "128",
+                 "--search", "--top", "4")
+    assert any(t["tp"] > 1 for t in r["top"]) and any(t["tp"] == 1 for t in r["top"])
+    for t in r["top"]:
+        args = ["train", "llama-3-8b", "--gpus", "16", "--global-batch", "128"]
+        for k in ("dp", "tp", "pp", "cp", "zero", "micro_batch", "virtual_stages"):
+            args += [f"--{k.replace('_', '-')}", str(t[k])]
+        args += ["--recompute", t["recompute"]]
+        args += ["--sequence-parallel"] if t["sequence_parallel"] else []
+        one = run_json(capsys, *args)
+        assert one["step_time_s"] == pytest.approx(t["step_time_s"], rel=1e-12)
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["train", "gpt2", "--gpus", "8", "--tp", "3"], "--gpus"),
     (["train", "gpt2", "--gpus", "4", "--tp", "8", "--dp", "1"], "gpus"),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +32,8 @@ from gpuplan.estimate.efficiency_attention import attention_ceiling
 from gpuplan.estimate.efficiency_gemm import shape_efficiency
 from gpuplan.ops.op import Op
 from gpuplan.specs.device import DTYPES, Device
-from gpuplan.specs.framework import Framework
+from gpuplan.specs.framework import Framework, resolve_framework
+from gpuplan.specs.workload import TrainConfig
 
 DEFAULT_CEILING = 0.78
 """Median of the measured bf16 ceilings in the device files (mamf-finder); used for devices
@@ -188,6 +189,21 @@ def framework_efficiency(device: Device, framework: Framework,
                    param_gather_overlap=framework.param_gather_overlap,
                    zero3_prefetch_params=framework.zero3_prefetch_params,
                    source=eff.source + f"; framework profile {framework.name}")
+
+
+Retime = Callable[[TrainConfig], tuple[TrainConfig, Efficiency]]
+"""A layout -> (the job as its stack runs it, that stack's efficiency)."""
+
+
+def auto_retime(device: Device, job: TrainConfig) -> Retime:
+    """For a job whose stack is not named: each layout timed with the profile its own layout
+    implies (specs.framework.auto_framework), from the kernels the user stated in `job`; so a
+    searched layout re-run by `gpuplan train` gets the same numbers."""
+    def retime(cfg: TrainConfig) -> tuple[TrainConfig, Efficiency]:
+        fw = resolve_framework(None, cfg)
+        own = replace(cfg, fused=job.fused, grad_dtype=job.grad_dtype)
+        return fw.apply(own, named=False), framework_efficiency(device, fw)
+    return retime
 
 
 def ideal_efficiency() -> Efficiency:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.estimate.comm import collective_time
-from gpuplan.estimate.efficiency import Efficiency, training_efficiency
+from gpuplan.estimate.efficiency import Efficiency, Retime, training_efficiency
 from gpuplan.estimate.memory import (
     Layout,
     MemoryProfile,
@@ -232,10 +232,12 @@ _FACTS = ("index", "params", "matrix_params", "saved_bytes", "peak", "layer_para
 
 def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "throughput",
            top: int = 10, efficiency: Efficiency | None = None,
-           micro_batches: tuple[int, ...] = MICRO_BATCHES) -> SearchResult:
+           micro_batches: tuple[int, ...] = MICRO_BATCHES,
+           retime: Retime | None = None) -> SearchResult:
     """Rank every valid layout of `cluster.gpus` GPUs for `base`'s model, sequence length,
     precision and global batch by tokens/s (or by cost, which ranks the same on a fixed GPU
-    count: reported for both)."""
+    count: reported for both). `retime`: the best candidates are re-timed as the stack their
+    layout implies runs them (efficiency.auto_retime), as `train` would time them."""
     t0 = time.perf_counter()
     eff = efficiency or training_efficiency(cluster.device)
     gb = base.global_batch or cluster.gpus * base.micro_batch
@@ -269,7 +271,9 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
                                    virtual_stages=int(v[j]), offload_optimizer=bool(off[j])),
                            (float(t[j]), float(mem[j]))))
     elapsed = time.perf_counter() - t0
-    timed = [(cfg, step_time(m, cluster, cfg, eff), fast) for cfg, fast in candidates]
+    as_run = [(*(retime(cfg) if retime else (cfg, eff)), fast) for cfg, fast in candidates]
+    timed = [(cfg, step_time(m, cluster, cfg, e), fast) for cfg, e, fast in as_run]
+    timed = [t for t in timed if t[1].fits]
     timed.sort(key=lambda r: r[1].step_time_s or float("inf"))
     timed = timed[:top]
     return SearchResult(len(z), int(fits.sum()), elapsed, [(c, s) for c, s, _ in timed],
