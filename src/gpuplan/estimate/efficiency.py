@@ -78,6 +78,8 @@ class Efficiency:
     """apply tile/wave quantization to matmuls from their shapes (estimate/efficiency_gemm.py)"""
     compute_units: int | None = None
     """SMs/CUs for the wave quantization"""
+    gemm_epilogue: bool = False
+    """add each GEMM's output store to its math time (estimate/efficiency_gemm.py)"""
     tp_comm_overlap: float = 0.0
     """share of tensor-parallel collectives hidden behind GEMMs (Megatron-Core
     --tp-comm-overlap, async TP); 0 = all exposed"""
@@ -88,6 +90,9 @@ class Efficiency:
     """ZeRO-3 parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); the
     share of each layer's gather that can overlap compute is min(1, this / layer params);
     None = the whole next block (FSDP prefetch)"""
+    overlap_slowdown: float = 0.0
+    """share by which compute slows while overlapped communication runs beside it
+    (estimate.step.overlap_slowdown); 0 = overlap is free"""
     vector_ceiling: float = 0.7
     """share of the vector (non-tensor) peak that element-wise ops reach when compute-bound
     (an assumption; element-wise ops are almost always memory-bound, so it rarely matters)"""
@@ -122,9 +127,11 @@ class Efficiency:
             "attention_kernel": self.attention_kernel, "end_to_end": self.end_to_end,
             "end_to_end_applies_to": "matmul and attention ops",
             "gemm_quantization": self.gemm_quantization,
+            "gemm_epilogue": self.gemm_epilogue,
             "tp_comm_overlap": self.tp_comm_overlap,
             "param_gather_overlap": self.param_gather_overlap,
             "zero3_prefetch_params": self.zero3_prefetch_params,
+            "overlap_slowdown": self.overlap_slowdown,
             "size_dependent": self.size_dependent,
             "kernel_overhead_s": self.kernel_overhead_s, "source": self.source,
             "measured": dict(self.measured),
@@ -161,6 +168,12 @@ def default_efficiency(device: Device, attention_kernel: str = "fa2") -> Efficie
                       compute_units=device.compute_units, source=src)
 
 
+OVERLAP_COMPUTE_SLOWDOWN = 0.189
+"""Compute slowdown while a collective runs beside it: the average over GPT and LLaMA
+training kernels on 4 x A100 and 4 x H100 measured by Lee et al. 2025, "Characterizing
+Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114,
+abstract: 18.9% average, 40.0% maximum). A measurement, not fitted here."""
+
 TRAINING_END_TO_END = 0.66
 """End-to-end factor for training steps (see Efficiency.end_to_end): the one constant fitted
 on all 13 calibration families at once by benchmarks/fit_training.py, 2026-12-01 (objective:
@@ -174,10 +187,13 @@ def training_efficiency(device: Device, attention_kernel: str = "fa2",
     quantization, the attention kernel's measured ceiling, and the fitted end-to-end factor."""
     base = default_efficiency(device, attention_kernel)
     e2e = TRAINING_END_TO_END if end_to_end is None else end_to_end
-    return replace(base, end_to_end=e2e, gemm_quantization=True,
+    return replace(base, end_to_end=e2e, gemm_quantization=True, gemm_epilogue=True,
+                   overlap_slowdown=OVERLAP_COMPUTE_SLOWDOWN,
                    source=base.source + f"; GEMM tile/wave quantization on "
-                   f"{device.compute_units or '?'} SMs; end-to-end {e2e:.0%} fitted on the "
-                   "calibration families (benchmarks/fit_training.py)")
+                   f"{device.compute_units or '?'} SMs; GEMM output store after the math; "
+                   f"compute {OVERLAP_COMPUTE_SLOWDOWN:.1%} slower "
+                   "beside overlapped collectives (Lee et al. 2025); end-to-end "
+                   f"{e2e:.0%} fitted on the calibration families (benchmarks/fit_training.py)")
 
 
 def framework_efficiency(device: Device, framework: Framework,

@@ -38,6 +38,7 @@ from gpuplan.estimate.step import (
     cp_comm,
     dp_comm,
     optimizer_time,
+    overlap_slowdown,
     pipeline_time,
     pp_comm,
     stage_comm,
@@ -288,17 +289,19 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     x = {name: np.array([c[name] for _, c in cases])[k] for name in cases[0][1]}
     pp, n_micro = x["pp"], x["n_micro"]
     pipeline = pipeline_time(n_micro, x["t_mb"], pp, v)
-    _, cp_exp = cp_comm(x["cp_layer"], x["attn_core"], x["layers"], n_micro, True)
-    _, pp_exp = pp_comm(x["t_p2p"], pp, n_micro, v, True)
+    cp_tot, cp_exp = cp_comm(x["cp_layer"], x["attn_core"], x["layers"], n_micro, True)
+    pp_tot, pp_exp = pp_comm(x["t_p2p"], pp, n_micro, v, True)
     fwd = x["compute_mb"] * x["fwd_share"]
-    _, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
+    dp_tot, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
                         x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True,
                         eff.param_gather_overlap,
                         zero3_prefetch_share(eff, x["params"], x["layers"]))
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)
-    t = pipeline + cp_exp + pp_exp + dp_exp + t_opt
+    hidden = (cp_tot - cp_exp) + (pp_tot - pp_exp) + (dp_tot - dp_exp)
+    t = pipeline + cp_exp + pp_exp + dp_exp + t_opt + overlap_slowdown(hidden,
+                                                                       eff.overlap_slowdown)
     lay = Layout(z, x["group"], off, x["dp"], pp, v, n_micro)
     mem = np.zeros(len(z))
     for name in ("first", "last"):

@@ -51,6 +51,7 @@ from gpuplan.estimate.step import (
     cp_comm,
     dp_comm,
     optimizer_time,
+    overlap_slowdown,
     pipeline_time,
     pp_comm,
     stage_comm,
@@ -351,7 +352,9 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                                  state_bytes_per_param(cfg), cluster, eff))
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
-    res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt
+    hidden = (cp_total - cp_exposed) + (pp_total - pp_exposed) + (dp_total - dp_exposed)
+    slow = float(overlap_slowdown(hidden, eff.overlap_slowdown))
+    res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt + slow
     res.bubble_fraction = float(bubble_fraction(n_micro, pp, v))
     res.comm_time_s = tp_total + ep_total + cp_total + pp_total + dp_total
     res.comm_exposed_s = tp_total + ep_total + cp_exposed + pp_exposed + dp_exposed
@@ -359,6 +362,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         "compute": compute_mb * n_micro, "pipeline_bubble": pipeline - t_mb * n_micro,
         "tp_comm": tp_total, "ep_comm": ep_total, "cp_comm_exposed": float(cp_exposed),
         "pp_comm_exposed": float(pp_exposed), "dp_comm_exposed": dp_exposed, "optimizer": t_opt,
+        "overlap_slowdown": slow,
     }
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
