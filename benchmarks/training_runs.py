@@ -30,11 +30,13 @@ Each record's `inferred` lists the settings that are not published (and how they
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuplan.specs.catalog import get_model
+from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.device import Device
 from gpuplan.specs.model import Activation, ModelSpec
 
 CSV_NAME = "training_runs.csv"
@@ -115,6 +117,24 @@ class TrainingRun:
 class Skipped:
     run_id: str
     reason: str
+
+
+# ---- devices ------------------------------------------------------------------------------
+
+H100_96GB = "H100-96GB"
+"""Meta's Grand Teton H100 (torchtitan's benchmark machine): 96 GB HBM2e at 2.4 TB/s, 500 W
+(pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'). Its tensor peak
+is 'between SXM and NVL' (same file, footnote 2): the H100-SXM peaks are kept; 95 GiB usable
+is an assumption (as in tests/test_memory_cases.py)."""
+
+
+def run_device(name: str) -> Device:
+    """The catalog device, or the one variant the catalog lacks (H100_96GB)."""
+    if name != H100_96GB:
+        return get_device(name)
+    return get_device("h100").model_copy(update={
+        "name": H100_96GB, "memory_bytes": 96 * 10**9, "usable_memory_bytes": 95 * 2**30,
+        "mem_bw_bytes_per_s": 2.4e12, "tdp_w": 500.0})
 
 
 # ---- architectures ------------------------------------------------------------------------
@@ -816,8 +836,20 @@ VALIDATION_CSV = DATA / "training_validation.csv"
 _CSV_METRIC = {"tokens_per_sec_per_gpu": "tokens-per-gpu", "tflops_per_gpu": "model-tflops"}
 
 
+_GPT_NAME = re.compile(r"gpt-h(\d+)-l(\d+)-a(\d+)-v(\d+)(-untied)?")
+"""A Megatron GPT given by its shape in the csv's model cell: gpt-h{hidden}-l{layers}-a{heads}
+-v{vocab}[-untied] (GELU MLP 4h, learned positions, biases; tied embeddings unless -untied)."""
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
-    return mpt(name[4:], seq) if name.startswith("mpt-") else get_model(name)
+    if name.startswith("mpt-"):
+        return mpt(name[4:], seq)
+    m = _GPT_NAME.fullmatch(name)
+    if m is None:
+        return get_model(name)
+    h, layers, heads, vocab = (int(x) for x in m.groups()[:4])
+    spec = megatron_gpt(name, h, layers, heads, vocab=vocab, seq=seq)
+    return spec.model_copy(update={"tie_embeddings": False}) if m.group(5) else spec
 
 
 def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
@@ -832,7 +864,10 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 "dp": int(row["dp"]), "tp": int(row["tp"]), "pp": int(row["pp"]),
                 "cp": int(row["cp"]), "sp": row["sp"] == "true",
                 "virtual_stages": int(row["virtual_stages"]), "recompute": recompute,
-                "attention": "flash", "dropout": False}
+                "attention": row.get("attention") or "flash",
+                "dropout": row.get("dropout") == "true", "ep": int(row.get("ep") or 1)}
+            if row.get("fused") == "true":  # torch.compile or fused kernels, as the row says
+                train["fused"] = True
             fw = row["framework"]
             if fw in ("llm-foundry", "fsdp"):
                 train["fsdp"] = "full"

@@ -54,6 +54,7 @@ from training_runs import (  # noqa: E402
     SKIPPED,
     Metric,
     TrainingRun,
+    run_device,
 )
 
 from gpuplan.estimate.efficiency import Efficiency, framework_efficiency  # noqa: E402
@@ -182,7 +183,7 @@ def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None
     """Step time of `run`. When gpuplan's memory model rejects a configuration that the source
     ran, time it anyway on a copy of the device with the capacity check lifted (capacity is
     used only for the fit test, never in the timing) and say so."""
-    device = get_device(run.device)
+    device = run_device(run.device)
     _, cfg = run_framework(run, auto)
     cluster = default_cluster(device, run.num_gpus, run.gpus_per_node, **run.cluster)
     eff = efficiency(device) if efficiency else run_efficiency(run, device, end_to_end, auto)
