@@ -11,6 +11,7 @@ import pytest
 
 from gpuplan.cli.main import main
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.efficiency import TRAINING_END_TO_END
 from gpuplan.specs.device_file import device_from_record
 
 TRAIN = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
@@ -30,12 +31,18 @@ def test_train_names_the_framework_profile(capsys):
     assert foundry["assumptions"]["efficiency"]["attention_kernel"] == "fa2"
     # same layout, cuDNN attention (49 % of peak) beats FlashAttention-2 (31 %) on H100
     assert mega["tokens_per_s"] > foundry["tokens_per_s"]
-    assert mega["assumptions"]["efficiency"]["end_to_end"] == 0.66
+    assert mega["assumptions"]["efficiency"]["end_to_end"] == TRAINING_END_TO_END
 
 
 def test_train_default_framework_is_stated(capsys):
-    r = _json(capsys, *TRAIN)
-    assert r["assumptions"]["framework"]["name"] == "hf"
+    r = _json(capsys, *TRAIN)  # FSDP layout, no --framework: auto picks fsdp and says why
+    fw = r["assumptions"]["framework"]
+    assert fw["name"] == "fsdp" and fw["chosen"].startswith("auto")
+    tp = _json(capsys, "train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8",
+               "--sequence-parallel")
+    assert tp["assumptions"]["framework"]["name"] == "megatron"
+    assert _json(capsys, *TRAIN, "--framework", "hf")["assumptions"]["framework"]["chosen"] \
+        == "named by the user"
 
 
 def test_bad_framework_is_one_line_exit_2():

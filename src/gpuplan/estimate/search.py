@@ -35,6 +35,7 @@ from gpuplan.estimate.memory import (
 )
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.estimate.step import (
+    contention_weight,
     cp_comm,
     dp_comm,
     optimizer_time,
@@ -52,6 +53,7 @@ from gpuplan.estimate.training import (
     GroupComm,
     StepResult,
     dp_collectives,
+    dp_local,
     full_recompute_derivable,
     group_comm,
     pp_local,
@@ -149,7 +151,7 @@ def _group(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
             done[key] = (prof, mem)
     return _Group(cfg, prof, mem,
                   group_comm(m, cfg, impl, cluster.gpus_per_node, _plain(cluster),
-                             eff.tp_comm_overlap))
+                             eff.tp_overlap(cfg.sp, cfg.tp)))
 
 
 def _plain(cluster: Cluster, memo: dict[tuple[object, ...], float] | None = None) -> Coll:
@@ -218,6 +220,11 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
          "layers": float(tab.layers[i]), "pp": float(pp), "dp": float(dp),
          "group": float(dp * g.cp), "n_micro": float((g.global_batch or 0) // (g.micro_batch * dp)),
          "cp_layer": grp.comm.cp_layer, "attn_core": grp.prof.attn_core,
+         "dp_w": float(contention_weight(dp * g.cp, dp_local(g.tp, g.cp, gpn), cluster)),
+         "cp_w": float(contention_weight(g.cp, max(1, gpn // g.tp), cluster)),
+         "pp_w": float(contention_weight(2, pp_local(g.tp, dp, g.cp, gpn), cluster)),
+         "tp_hidden": float(tab.layers[i]) * tp_all_reduces_per_layer(g.recompute)
+         * grp.comm.tp_hidden,
          "t_p2p": coll("", "send_recv", grp.comm.act_bytes, 2, pp_local(g.tp, dp, g.cp, gpn))
          if pp > 1 else 0.0, "ar": ar, "rs": rs, "ag": ag, "rs3": rs3, "ag3": ag3}
     for name, st in (("first", tab.first), ("last", tab.last)):
@@ -299,7 +306,8 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)
-    hidden = (cp_tot - cp_exp) + (pp_tot - pp_exp) + (dp_tot - dp_exp)
+    hidden = ((cp_tot - cp_exp) * x["cp_w"] + (pp_tot - pp_exp) * x["pp_w"]
+              + (dp_tot - dp_exp) * x["dp_w"] + x["tp_hidden"] * n_micro)
     t = pipeline + cp_exp + pp_exp + dp_exp + t_opt + overlap_slowdown(hidden,
                                                                        eff.overlap_slowdown)
     lay = Layout(z, x["group"], off, x["dp"], pp, v, n_micro)

@@ -48,6 +48,12 @@ class Framework:
     zero3_prefetch_params: float | None = None
     """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
     a whole block ahead (FSDP prefetch)"""
+    tp_comm_overlap_sp: float = 0.0
+    """share of TP collectives hidden behind GEMMs when sequence parallelism is on (Megatron-Core
+    --tp-comm-overlap: Transformer Engine userbuffers, which requires --sequence-parallel)"""
+    fused_optimizer: bool = True
+    """the optimizer step is one fused kernel (apex/TE/DeepSpeed FusedAdam, torch fused=True)
+    rather than one pass per arithmetic op (torch foreach / for-loop, Composer)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
 
@@ -63,6 +69,8 @@ class Framework:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
                 "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
+                "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
+                "fused_optimizer": self.fused_optimizer,
                 "param_gather_overlap": self.param_gather_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
