@@ -106,6 +106,18 @@ def test_megatron_tp_overlap_hides_all_but_one_chunk_with_sp(sp):
     assert mega.breakdown["compute"] == pytest.approx(exposed.breakdown["compute"])
 
 
+@pytest.mark.parametrize(("recompute", "exposed"), [("none", 2 / 4), ("full", 4 / 6)])
+def test_megatron_hides_backward_tp_collectives_behind_wgrad(recompute, exposed):
+    """Per layer 4 TP collectives (6 with full recompute); the 2 backward ones run beside the
+    weight-gradient GEMMs (Megatron async TP all-reduce)."""
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, dp=1, tp=8, fused=True, global_batch=4,
+                      dropout=False, zero=1, recompute=recompute)
+    mega = _step("llama-3-8b", 8, cfg, "megatron")
+    serial = _step("llama-3-8b", 8, cfg, "megatron", tp_backward_overlap=False)
+    assert mega.breakdown["tp_comm"] == pytest.approx(exposed * serial.breakdown["tp_comm"])
+    assert mega.comm_time_s == pytest.approx(serial.comm_time_s)
+
+
 def test_unfused_optimizer_moves_more_bytes():
     foundry = _step("llama-3-8b", 8, FSDP_JOB, "llm-foundry")
     fused = _step("llama-3-8b", 8, FSDP_JOB, "llm-foundry", fused_optimizer=True)

@@ -86,6 +86,9 @@ class Efficiency:
     tp_comm_overlap_sp: float = 0.0
     """with sequence parallelism (Megatron-Core --tp-comm-overlap needs --sequence-parallel):
     share of the pipelined overlap realised; see tp_overlap"""
+    tp_backward_overlap: bool = False
+    """the backward input-gradient TP collectives run beside the weight-gradient GEMMs
+    (Megatron-LM async TP all-reduce; estimate.step.tp_hidden_per_layer)"""
     param_gather_overlap: bool = False
     """ZeRO-1/2 parameter all-gather overlapped with the next step's forward (Megatron-Core
     --overlap-param-gather); False = exposed after the optimizer step"""
@@ -147,6 +150,7 @@ class Efficiency:
             "gemm_epilogue": self.gemm_epilogue,
             "tp_comm_overlap": self.tp_comm_overlap,
             "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
+            "tp_backward_overlap": self.tp_backward_overlap,
             "param_gather_overlap": self.param_gather_overlap,
             "zero3_prefetch_params": self.zero3_prefetch_params,
             "overlap_slowdown": self.overlap_slowdown,
@@ -224,6 +228,7 @@ def framework_efficiency(device: Device, framework: Framework,
     return replace(eff, tp_comm_overlap=framework.tp_comm_overlap,
                    tp_comm_overlap_sp=framework.tp_comm_overlap_sp,
                    fused_optimizer=framework.fused_optimizer,
+                   tp_backward_overlap=framework.tp_backward_overlap,
                    param_gather_overlap=framework.param_gather_overlap,
                    zero3_prefetch_params=framework.zero3_prefetch_params,
                    source=eff.source + f"; framework profile {framework.name}")

@@ -44,7 +44,8 @@ from gpuplan.estimate.step import (
     pp_comm,
     stage_comm,
     stage_compute,
-    tp_all_reduces_per_layer,
+    tp_exposed_calls,
+    tp_hidden_per_layer,
     zero3_prefetch_share,
 )
 from gpuplan.estimate.training import (
@@ -195,7 +196,7 @@ def _groups(m: ModelSpec, cluster: Cluster, base: TrainConfig, gb: int, eff: Eff
     return out
 
 
-def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
+def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
           tables: dict[tuple[int, int, int], _StageTable],
           memo: dict[tuple[object, ...], float]) -> dict[str, Any]:
     """Per-(group, pp) scalars: the slowest stage's micro-batch, collectives by ZeRO stage,
@@ -207,7 +208,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
         tab = tables[(g.tp, pp, g.ep)] = _stage_table(m, g.tp, pp, g.ep)
     compute = stage_compute(grp.prof.block_t, tab.layers, tab.sliding, tab.dense, tab.moe,
                             tab.emb, tab.head)
-    comm = stage_comm(tab.layers, tab.moe, tp_all_reduces_per_layer(g.recompute),
+    comm = stage_comm(tab.layers, tab.moe, tp_exposed_calls(g.recompute, eff.tp_backward_overlap),
                       grp.comm.tp_ar, grp.comm.a2a)
     i = int(np.argmax(compute + comm))
     coll = _plain(cluster, memo)
@@ -223,8 +224,8 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
          "dp_w": float(contention_weight(dp * g.cp, dp_local(g.tp, g.cp, gpn), cluster)),
          "cp_w": float(contention_weight(g.cp, max(1, gpn // g.tp), cluster)),
          "pp_w": float(contention_weight(2, pp_local(g.tp, dp, g.cp, gpn), cluster)),
-         "tp_hidden": float(tab.layers[i]) * tp_all_reduces_per_layer(g.recompute)
-         * grp.comm.tp_hidden,
+         "tp_hidden": float(tab.layers[i]) * tp_hidden_per_layer(
+             g.recompute, grp.comm.tp_ar, grp.comm.tp_hidden, eff.tp_backward_overlap),
          "t_p2p": coll("", "send_recv", grp.comm.act_bytes, 2, pp_local(g.tp, dp, g.cp, gpn))
          if pp > 1 else 0.0, "ar": ar, "rs": rs, "ag": ag, "rs3": rs3, "ag3": ag3}
     for name, st in (("first", tab.first), ("last", tab.last)):
@@ -253,7 +254,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
     memo: dict[tuple[object, ...], float] = {}
     cases: list[tuple[_Group, dict[str, Any]]] = []
     for grp, pps in _groups(m, cluster, base, gb, eff, micro_batches):
-        cases.extend((grp, _case(m, cluster, grp, pp, tables, memo)) for pp in pps)
+        cases.extend((grp, _case(m, cluster, grp, pp, eff, tables, memo)) for pp in pps)
     z, v, off, k = [], [], [], []
     for i, (_, c) in enumerate(cases):
         pp = int(c["pp"])

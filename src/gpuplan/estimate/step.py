@@ -59,6 +59,23 @@ def tp_all_reduces_per_layer(recompute: str) -> int:
     return 2 * (3 if recompute == "full" else 2)
 
 
+def tp_hidden_per_layer(recompute: str, tp_ar: float, tp_hidden: float,
+                        backward_overlap: bool) -> float:
+    """Seconds of TP collectives per layer and micro-batch hidden behind GEMMs: each call's
+    overlapped share (`tp_hidden`), and with `backward_overlap` the two backward input-gradient
+    collectives (attention and MLP) whole, launched asynchronously beside the weight-gradient
+    GEMMs (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication,
+    --async-tensor-model-parallel-allreduce, default on)."""
+    calls = tp_all_reduces_per_layer(recompute)
+    bwd = 2 if backward_overlap else 0
+    return (calls - bwd) * tp_hidden + bwd * (tp_ar + tp_hidden)
+
+
+def tp_exposed_calls(recompute: str, backward_overlap: bool) -> int:
+    """TP collectives per layer on the critical path (tp_hidden_per_layer)."""
+    return tp_all_reduces_per_layer(recompute) - (2 if backward_overlap else 0)
+
+
 def pipeline_time(n_micro: Array, t_mb: Array, pp: Array, v: Array) -> Array:
     """1F1B takes (m + p - 1) stage-steps for m micro-batches; interleaving with v virtual
     stages shrinks the fill/drain to (p - 1)/v of a stage-step (Narayanan et al. 2021 §2.2)."""

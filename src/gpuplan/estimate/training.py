@@ -57,7 +57,8 @@ from gpuplan.estimate.step import (
     pp_comm,
     stage_comm,
     stage_compute,
-    tp_all_reduces_per_layer,
+    tp_exposed_calls,
+    tp_hidden_per_layer,
     zero3_prefetch_share,
 )
 from gpuplan.estimate.step import offload_step_time as offload_step_time
@@ -320,7 +321,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         return ct.time_s
 
     gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_overlap(cfg.sp, cfg.tp))
-    ar_layer = tp_all_reduces_per_layer(cfg.recompute)
+    ar_layer = tp_exposed_calls(cfg.recompute, eff.tp_backward_overlap)
     sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
     compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
                              st.moe_layers, float(st.has_embedding), float(st.has_head))
@@ -356,7 +357,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                                  state_bytes_per_param(cfg), cluster, eff))
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
-    tp_hidden = st0.layers * ar_layer * gc.tp_hidden * n_micro
+    tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(
+        cfg.recompute, gc.tp_ar, gc.tp_hidden, eff.tp_backward_overlap)
     dp_group = cfg.shard_group if cfg.zero_stage == 3 else cfg.dp * cfg.cp
     local = dp_local(cfg.tp, cfg.cp, gpn)
     hidden = float(

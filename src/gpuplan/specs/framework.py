@@ -51,6 +51,9 @@ class Framework:
     tp_comm_overlap_sp: float = 0.0
     """share of TP collectives hidden behind GEMMs when sequence parallelism is on (Megatron-Core
     --tp-comm-overlap: Transformer Engine userbuffers, which requires --sequence-parallel)"""
+    tp_backward_overlap: bool = False
+    """backward input-gradient TP collectives overlapped with the weight-gradient GEMMs
+    (Megatron-LM --async-tensor-model-parallel-allreduce, on by default)"""
     fused_optimizer: bool = True
     """the optimizer step is one fused kernel (apex/TE/DeepSpeed FusedAdam, torch fused=True)
     rather than one pass per arithmetic op (torch foreach / for-loop, Composer)"""
@@ -71,6 +74,7 @@ class Framework:
                 "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
                 "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
                 "fused_optimizer": self.fused_optimizer,
+                "tp_backward_overlap": self.tp_backward_overlap,
                 "param_gather_overlap": self.param_gather_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
