@@ -155,7 +155,11 @@ def test_train_not_fitting_still_reports_speed(capsys):
     d = get_device("a100")
     roomy = d.model_copy(update={"memory_bytes": 10**15, "usable_memory_bytes": None})
     cfg = TrainConfig(micro_batch=1, seq_len=4096, zero=0, dp=8, dropout=False)
-    big = step_time(get_model("llama-2-70b"), default_cluster(roomy, 8), cfg)
+    from gpuplan.estimate.efficiency import framework_efficiency
+    from gpuplan.specs.framework import resolve_framework
+
+    eff = framework_efficiency(roomy, resolve_framework(None, cfg))  # train's auto stack: hf
+    big = step_time(get_model("llama-2-70b"), default_cluster(roomy, 8), cfg, eff)
     assert big.fits and big.step_time_s == pytest.approx(r["step_time_s"])
 
 
