@@ -1,0 +1,116 @@
+"""The published-run tables (benchmarks/data/training_calibration.csv, training_validation.csv):
+every row loads into a run the validators can time, names its source and how it was checked,
+and the values derived from a published number keep their stated derivation. Nothing here
+scores a prediction (tests/test_validation.py guards the calibration score)."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from gpuplan.specs.workload import TrainConfig
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+DATA = BENCH / "data"
+FILES = {"training_calibration.csv": "calibration", "training_validation.csv": "validation"}
+TAGS = {"VERIFIED-primary", "VERIFIED-secondary", "PARTIAL", "DERIVED"}
+
+
+@pytest.fixture(scope="module")
+def tr() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import training_runs
+        yield training_runs
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _rows() -> list[tuple[str, dict[str, str]]]:
+    out = []
+    for name in FILES:
+        with (DATA / name).open(newline="") as f:
+            out += [(name, row) for row in csv.DictReader(f)]
+    return out
+
+
+def _secondary(row: dict[str, str]) -> dict[str, float]:
+    return {k: float(v) for k, v in (x.split("=") for x in row["secondary"].split(";") if x)
+            if re.fullmatch(r"[0-9.]+", v)}
+
+
+def test_every_row_loads_with_its_split_source_and_tag(tr):
+    runs = {r.run_id: r for r in tr.RUNS}
+    for name, row in _rows():
+        run = runs[row["run_id"]]
+        assert run.split == FILES[name]
+        assert row["family"] and row["source"] and row["source_location"]
+        assert row["verification"] in TAGS, row["run_id"]
+        assert run.primary.value == float(row["value"]) > 0
+
+
+def test_every_row_is_a_valid_job_on_a_known_device(tr):
+    for _, row in _rows():
+        run = tr.by_id(row["run_id"])
+        t = run.train
+        assert t["dp"] * t["tp"] * t["pp"] * t["cp"] == run.num_gpus, run.run_id
+        cfg = TrainConfig(**t)  # validates choices and global_batch % (micro_batch x dp)
+        assert cfg.gpus == run.num_gpus
+        assert tr.run_device(run.device).memory_bytes > 0
+        assert run.model.params() > 0
+
+
+def test_gpt_shapes_count_parameters_as_narayanan_eq2(tr):
+    # P = 12·l·h² + 13·l·h + (V + s)·h + 2h (final LayerNorm), tied embeddings (Narayanan et
+    # al. 2021 eq. 2): 22B at h 6144, l 48, V 51200, s 2048 -> 22,074,273,792
+    assert tr.by_id("korthikanti-22B-full").model.params() == 22_074_273_792
+    # untied (Megatron-Core H100 table) adds the output matrix V·h = 131072 x 2048
+    assert tr.by_id("mcore-h100-weak-1.7B").model.params() == (
+        12 * 24 * 2048**2 + 13 * 24 * 2048 + (131072 + 4096) * 2048 + 2 * 2048
+        + 131072 * 2048)
+
+
+def test_megatron_core_tokens_follow_from_the_published_tflops():
+    """value = TFLOP/s / (72·L·h² + 12·L·h·s + 6·V·h) per token (Megatron-LM
+    num_floating_point_operations, GELU 4h MLP, no GQA), to the rounding of the csv."""
+    for _, row in _rows():
+        if row["family"] != "megatron-core-h100" or "tflops_per_gpu" not in row["secondary"]:
+            continue
+        h, layers, _, vocab = (int(x) for x in re.findall(r"\d+", row["model"]))
+        s = int(row["seq_len"])
+        per_token = 72 * layers * h * h + 12 * layers * h * s + 6 * vocab * h
+        tokens = _secondary(row)["tflops_per_gpu"] * 1e12 / per_token
+        assert float(row["value"]) == pytest.approx(tokens, abs=0.5)
+        assert _secondary(row)["tflops_per_gpu"] / 989.4 == pytest.approx(
+            _secondary(row)["mfu_pct"] / 100, abs=0.012)  # MFU is published to 1 %
+
+
+def test_korthikanti_values_follow_from_mfu_and_iteration_time():
+    for _, row in _rows():
+        if row["family"] != "korthikanti2022-a100":
+            continue
+        sec = _secondary(row)
+        if row["metric"] == "tflops_per_gpu":  # MFU x 312 TFLOP/s (A100 dense 16-bit)
+            assert float(row["value"]) == pytest.approx(sec["mfu_pct"] * 3.12, abs=0.005)
+        else:  # global batch x 2048 tokens / (iteration time x GPUs)
+            tokens = int(row["global_batch"]) * 2048 / (
+                sec["iteration_time_s"] * int(row["num_gpus"]))
+            assert float(row["value"]) == pytest.approx(tokens, abs=0.05)
+
+
+def test_the_split_rule_is_the_issues():
+    """Megatron-Core H100 and Korthikanti 2022 (named in issue 10) are calibration; every
+    family added with them from other sources is validation."""
+    split = {row["family"]: FILES[name] for name, row in _rows()}
+    assert split["megatron-core-h100"] == split["korthikanti2022-a100"] == "calibration"
+    for fam in ("torchtitan-h100-2024", "torchtitan-h100-asynctp-2025",
+                "torchtitan-h200-trainy-2025", "nemo-h100-2407", "mbridge-h100", "mbridge-b200",
+                "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
+                "nemo-launcher-a100-2022"):
+        assert split[fam] == "validation"
