@@ -292,6 +292,18 @@ def dp_collectives(z: int, dp: int, cp: int, tp: int, shard_group: int, bpp: dic
     return 0.0, 0.0, 0.0, rs, ag
 
 
+def contended_hidden(cfg: TrainConfig, cluster: Cluster, cp: float, pp: float, dp: float,
+                     tp: float) -> float:
+    """Hidden (overlapped) communication seconds, each weighted by how hard its link loads
+    the GPU (estimate.step.contention_weight): CP, PP and DP groups that span nodes less."""
+    gpn = cluster.gpus_per_node
+    dp_group = cfg.shard_group if cfg.zero_stage == 3 else cfg.dp * cfg.cp
+    return float(cp * contention_weight(cfg.cp, max(1, gpn // cfg.tp), cluster)
+                 + pp * contention_weight(2, pp_local(cfg.tp, cfg.dp, cfg.cp, gpn), cluster)
+                 + dp * contention_weight(dp_group, dp_local(cfg.tp, cfg.cp, gpn), cluster)
+                 + tp)
+
+
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
     """Time one optimizer step of `cfg` on `cluster` (see the module docstring): the sum of
@@ -359,14 +371,9 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
     tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(
         cfg.recompute, gc.tp_ar, gc.tp_hidden, eff.tp_backward_overlap)
-    dp_group = cfg.shard_group if cfg.zero_stage == 3 else cfg.dp * cfg.cp
-    local = dp_local(cfg.tp, cfg.cp, gpn)
-    hidden = float(
-        (cp_total - cp_exposed) * contention_weight(cfg.cp, max(1, gpn // cfg.tp), cluster)
-        + (pp_total - pp_exposed) * contention_weight(
-            2, pp_local(cfg.tp, cfg.dp, cfg.cp, gpn), cluster)
-        + (dp_total - dp_exposed) * contention_weight(dp_group, local, cluster) + tp_hidden)
-    slow = float(overlap_slowdown(hidden, eff.overlap_slowdown))
+    slow = float(overlap_slowdown(contended_hidden(
+        cfg, cluster, cp_total - cp_exposed, pp_total - pp_exposed, dp_total - dp_exposed,
+        tp_hidden), eff.overlap_slowdown))
     res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt + slow
     res.bubble_fraction = float(bubble_fraction(n_micro, pp, v))
     res.comm_time_s = tp_total + tp_hidden + ep_total + cp_total + pp_total + dp_total
