@@ -94,6 +94,14 @@ def test_overlap_slowdown_scales_with_the_link_rate_across_nodes():
         OVERLAP_COMPUTE_SLOWDOWN * ratio * hidden)
 
 
+def test_overlap_slowdown_never_negative_with_few_micro_batches():
+    # 8 stages, 1 micro-batch: pipeline fill/drain exposes more P2P time than 1F1B moves
+    m, d = get_model("gpt3-175b"), get_device("h100")
+    cfg = TrainConfig(micro_batch=1, seq_len=2048, pp=8, fused=True, dropout=False)
+    r = step_time(m, default_cluster(d, 8), cfg, training_efficiency(d))
+    assert r.breakdown["overlap_slowdown"] >= 0
+
+
 @pytest.mark.parametrize("sp", [True, False])
 def test_megatron_tp_overlap_hides_all_but_one_chunk_with_sp(sp):
     cfg = TrainConfig(micro_batch=1, seq_len=4096, dp=1, tp=8, sp=sp, fused=True,

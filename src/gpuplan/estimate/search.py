@@ -307,8 +307,11 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)
-    hidden = ((cp_tot - cp_exp) * x["cp_w"] + (pp_tot - pp_exp) * x["pp_w"]
-              + (dp_tot - dp_exp) * x["dp_w"] + x["tp_hidden"] * n_micro)
+    def hid(total: np.ndarray, exposed: np.ndarray) -> np.ndarray:
+        return np.asarray(np.maximum(0.0, total - exposed))  # as training.contended_hidden
+
+    hidden = (hid(cp_tot, cp_exp) * x["cp_w"] + hid(pp_tot, pp_exp) * x["pp_w"]
+              + hid(dp_tot, dp_exp) * x["dp_w"] + x["tp_hidden"] * n_micro)
     t = pipeline + cp_exp + pp_exp + dp_exp + t_opt + overlap_slowdown(hidden,
                                                                        eff.overlap_slowdown)
     lay = Layout(z, x["group"], off, x["dp"], pp, v, n_micro)

@@ -295,8 +295,11 @@ def dp_collectives(z: int, dp: int, cp: int, tp: int, shard_group: int, bpp: dic
 def contended_hidden(cfg: TrainConfig, cluster: Cluster, cp: float, pp: float, dp: float,
                      tp: float) -> float:
     """Hidden (overlapped) communication seconds, each weighted by how hard its link loads
-    the GPU (estimate.step.contention_weight): CP, PP and DP groups that span nodes less."""
+    the GPU (estimate.step.contention_weight): CP, PP and DP groups that span nodes less.
+    A term whose exposed part exceeds its total (PP fill and drain with fewer micro-batches
+    than stages) hides nothing."""
     gpn = cluster.gpus_per_node
+    cp, pp, dp = max(0.0, cp), max(0.0, pp), max(0.0, dp)
     dp_group = cfg.shard_group if cfg.zero_stage == 3 else cfg.dp * cfg.cp
     return float(cp * contention_weight(cfg.cp, max(1, gpn // cfg.tp), cluster)
                  + pp * contention_weight(2, pp_local(cfg.tp, cfg.dp, cfg.cp, gpn), cluster)
