@@ -96,7 +96,9 @@ def test_memory_framework_sets_fused_kernels_and_names_the_profile(capsys):
     fused = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096",
                   "--fused", "--grad-fp32")
     assert mega["assumptions"]["framework"]["name"] == "megatron"
-    assert "framework" not in base["assumptions"]
+    # no --framework: the stack the layout implies (plain data parallel: hf), as train does
+    assert base["assumptions"]["framework"]["name"] == "hf"
+    assert base["assumptions"]["framework"]["chosen"].startswith("auto")
     # megatron = fused kernels + fp32 main_grad (the same state and activation bytes as saying
     # so by hand) + its own memory behaviour (vocab-parallel cross-entropy keeps no 16-bit
     # logits): model states equal, activations within a few bytes per token, "other" differs
