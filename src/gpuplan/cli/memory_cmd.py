@@ -120,8 +120,9 @@ def register(app: typer.Typer) -> None:
         if mode is Mode.train:
             from gpuplan.specs.framework import resolve_framework
 
+            # as `gpuplan train` sets the job up: unnamed, the stack the layout implies
             job = train_job(o, dp, d.kind)
-            fw = resolve_framework(framework, job)  # as `train` sets the job up (auto default)
+            fw = resolve_framework(framework, job)
             cfg = fw.apply(job, named=not fw.chosen_by)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))

@@ -27,6 +27,7 @@ from gpuplan.estimate.memory import (
     MemoryProfile,
     StageFacts,
     memory_profile,
+    not_out_of_memory,
     saved_per_block,
     stage_facts,
     stage_memory,
@@ -65,6 +66,7 @@ from gpuplan.estimate.training import (
 from gpuplan.ops.impl import train_impl
 from gpuplan.ops.transformer import build_training
 from gpuplan.specs.cluster import Cluster
+from gpuplan.specs.memory_behaviour import MEMORY_BAND
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import Recompute, TrainConfig
 
@@ -269,7 +271,9 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
                         k.append(i)
     t, mem = evaluate(m, cluster, base, cases, np.array(z), np.array(v), np.array(off),
                       np.array(k), eff)
-    fits = mem <= cluster.device.capacity_bytes
+    # not declared out of memory: fits, or tight (within the model's band; each top row's
+    # memory_verdict says which)
+    fits = not_out_of_memory(mem, cluster.device.capacity_bytes, MEMORY_BAND)
     order = np.argsort(np.where(fits, t, np.inf), kind="stable")
     candidates = []
     for j in order[: max(top * 3, top)]:
@@ -331,7 +335,8 @@ def result_json(r: SearchResult) -> dict[str, Any]:
                      "sequence_parallel": cfg.sp, "offload_optimizer": cfg.offload_optimizer,
                      "step_time_s": s.step_time_s,
                      "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
-                     "memory_bytes": s.memory.total_bytes, "dominant": s.dominant,
+                     "memory_bytes": s.memory.total_bytes,
+                     "memory_verdict": s.memory.verdict, "dominant": s.dominant,
                      "breakdown_s": s.breakdown, "why": why(cfg, s)})
     return {"evaluated": r.evaluated, "fitting": r.fitting, "search_s": r.seconds,
             "layouts_per_s": r.layouts_per_s, "objective": r.objective, "top": rows}

@@ -120,8 +120,9 @@ class StepResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "fits": self.fits, "gpus": self.gpus, "global_batch": self.global_batch,
-            "micro_batches": self.micro_batches, "tokens_per_step": self.tokens_per_step,
+            "fits": self.fits, "memory_verdict": self.memory.verdict, "gpus": self.gpus,
+            "global_batch": self.global_batch, "micro_batches": self.micro_batches,
+            "tokens_per_step": self.tokens_per_step,
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
             "model_flops_per_s_per_gpu": self.model_flops_per_s_per_gpu, "mfu": self.mfu,
             "hfu": self.hfu, "comm_time_s": self.comm_time_s,

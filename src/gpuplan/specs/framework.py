@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Literal
 
 from gpuplan.errors import InputError, UnknownNameError
-from gpuplan.specs.memory_behaviour import behaviour_for
+from gpuplan.specs.memory_behaviour import INFER, behaviour_for
 from gpuplan.specs.workload import TrainConfig
 
 if sys.version_info >= (3, 11):
@@ -63,9 +63,10 @@ class Framework:
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
         fp32 gradients when the stack keeps them (Megatron main_grad); when the user named the
-        stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator)."""
+        stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator);
+        otherwise the one the layout implies (memory_behaviour.INFER)."""
         grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
-        mem = behaviour_for(self.name) if named else cfg.memory_behaviour
+        mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
         return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
 
     def describe(self) -> dict[str, object]:
