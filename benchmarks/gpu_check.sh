@@ -61,6 +61,10 @@ if (( NGPU > 1 )); then
 else
     say "SKIP collectives: one GPU (collectives need >= 2 processes)"
 fi
+# 4b. the measured decode check (issue 11): a transformers decoder's TTFT/TPOT on the GPU next
+#     to the serving model's prediction from the profile measured in the same run
+step decode 120 "$PY" "${G[@]}" bench --device "$DEVICE" --only decode --quick --json \
+    --no-progress --no-save
 # 5. gpuplan's ceilings against direct loops, side by side
 step side-by-side 90 "$PY" benchmarks/bench_measure.py --device "$DEVICE"
 # 6. the GPU tests (skipped on CPU-only machines)

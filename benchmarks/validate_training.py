@@ -37,7 +37,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,11 @@ from gpuplan.estimate.training import StepResult, step_time  # noqa: E402
 from gpuplan.specs.catalog import get_device  # noqa: E402
 from gpuplan.specs.cluster import default_cluster  # noqa: E402
 from gpuplan.specs.device import Device  # noqa: E402
-from gpuplan.specs.framework import get_framework  # noqa: E402
+from gpuplan.specs.framework import (  # noqa: E402
+    Framework,
+    get_framework,
+    resolve_framework,
+)
 
 TIME_CONVENTIONS = ("gpu-hours", "wall-days", "wall-minutes")
 
@@ -151,23 +155,38 @@ class Row:
         return 100 * (ratio - 1)
 
 
-def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = None
-                   ) -> Efficiency:
+def run_framework(run: TrainingRun, auto: bool = False) -> tuple[Framework, TrainConfig]:
+    """The stack and job `run` is predicted with, as `gpuplan train` sets them up: its family's
+    framework profile, named (`--framework`); or (`auto`) no framework, only the layout and
+    `--fused` (the row's own kernels where it states them), the stack inferred from the layout
+    (specs.framework.auto_framework)."""
+    cfg = TrainConfig(**run.train)
+    if auto:
+        cfg = replace(cfg, fused=run.train.get("fused", True))
+        fw = resolve_framework(None, cfg)
+        return fw, fw.apply(cfg, named=False)
+    fw = get_framework(run.framework)
+    return fw, fw.apply(cfg, named=True)
+
+
+def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = None,
+                   auto: bool = False) -> Efficiency:
     """The efficiency gpuplan uses for `run`: its framework profile's attention kernel and
     overlaps on the device's measured ceilings, with the end-to-end factor given (default:
     the fitted TRAINING_END_TO_END)."""
-    return framework_efficiency(device, get_framework(run.framework), end_to_end)
+    return framework_efficiency(device, run_framework(run, auto)[0], end_to_end)
 
 
 def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None,
-             end_to_end: float | None = None) -> tuple[StepResult | None, bool, str]:
+             end_to_end: float | None = None, auto: bool = False
+             ) -> tuple[StepResult | None, bool, str]:
     """Step time of `run`. When gpuplan's memory model rejects a configuration that the source
     ran, time it anyway on a copy of the device with the capacity check lifted (capacity is
     used only for the fit test, never in the timing) and say so."""
     device = run_device(run.device)
-    cfg = TrainConfig(**run.train)
+    _, cfg = run_framework(run, auto)
     cluster = default_cluster(device, run.num_gpus, run.gpus_per_node, **run.cluster)
-    eff = efficiency(device) if efficiency else run_efficiency(run, device, end_to_end)
+    eff = efficiency(device) if efficiency else run_efficiency(run, device, end_to_end, auto)
     res = step_time(run.model, cluster, cfg, eff)
     if res.fits:
         return res, True, ""
@@ -183,10 +202,10 @@ def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None
 
 def run_all(runs: list[TrainingRun] | tuple[TrainingRun, ...], splits: dict[str, str],
             efficiency: Callable[[Device], Efficiency] | None = None,
-            end_to_end: float | None = None) -> list[Row]:
+            end_to_end: float | None = None, auto: bool = False) -> list[Row]:
     rows = []
     for run in runs:
-        res, fits, note = evaluate(run, efficiency, end_to_end)
+        res, fits, note = evaluate(run, efficiency, end_to_end, auto)
         for metric in run.metrics:
             row = Row(run, metric, splits[run.run_id], fits_as_given=fits, note=note,
                       result=res)
@@ -408,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lofo", action="store_true",
                     help="leave-one-family-out over the calibration families: fit the "
                          "end-to-end factor on the others, predict the one left out")
+    ap.add_argument("--no-framework", action="store_true",
+                    help="predict each run as a user naming no framework would: its layout and "
+                         "--fused only, the stack inferred from the layout (auto)")
     ap.add_argument("--family", nargs="+", choices=FAMILIES, help="only these families")
     ap.add_argument("--json", action="store_true", help="one JSON document")
     ap.add_argument("--markdown", action="store_true", help="only the summary as markdown")
@@ -423,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     splits = split_of()
     runs = [r for r in RUNS if (args.split == "all" or splits[r.run_id] == args.split)
             and (not args.family or r.family in args.family)]
-    rows = run_all(runs, splits)
+    rows = run_all(runs, splits, auto=args.no_framework)
     elapsed = time.perf_counter() - t0
     summ = summary(rows)
     csv_path = None if (args.csv and str(args.csv) == "none") else (args.csv or find_csv())

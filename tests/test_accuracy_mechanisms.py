@@ -11,7 +11,11 @@ from hypothesis import strategies as st
 
 from gpuplan.errors import InputError, UnknownNameError
 from gpuplan.estimate.comm import collective_time
-from gpuplan.estimate.efficiency import framework_efficiency, training_efficiency
+from gpuplan.estimate.efficiency import (
+    auto_retime,
+    framework_efficiency,
+    training_efficiency,
+)
 from gpuplan.estimate.efficiency_attention import ATTENTION_PRIOR, attention_ceiling
 from gpuplan.estimate.efficiency_gemm import gemm_dims, quantization_efficiency, shape_efficiency
 from gpuplan.estimate.memory import TrainConfig
@@ -23,7 +27,12 @@ from gpuplan.specs.cluster import (
     SCALE_UP_LATENCY_S,
     default_cluster,
 )
-from gpuplan.specs.framework import DEFAULT_FRAMEWORK, framework_names, get_framework
+from gpuplan.specs.framework import (
+    DEFAULT_FRAMEWORK,
+    framework_names,
+    get_framework,
+    resolve_framework,
+)
 
 GB = 1e9
 
@@ -96,9 +105,35 @@ def test_every_framework_profile_loads_and_is_sourced():
         fw = get_framework(name)
         assert fw.name == name and fw.source and fw.date
         assert 0 <= fw.tp_comm_overlap <= 1
-    assert get_framework(None).name == DEFAULT_FRAMEWORK
+    assert DEFAULT_FRAMEWORK == "auto"
+    assert get_framework(None).name == "hf" and get_framework(None).chosen_by
     with pytest.raises(UnknownNameError):
         get_framework("jax")
+
+
+@pytest.mark.parametrize(("layout", "stack"), [
+    ({}, "hf"), ({"dp": 8, "zero": 1}, "deepspeed"), ({"dp": 8, "zero": 2}, "deepspeed"),
+    ({"dp": 8, "fsdp": "full"}, "fsdp"), ({"dp": 8, "zero": 3}, "fsdp"),
+    ({"tp": 2}, "megatron"), ({"pp": 2}, "megatron"), ({"cp": 2}, "megatron"),
+    ({"tp": 2, "fsdp": "full"}, "megatron"), ({"sp": True, "tp": 2}, "megatron"),
+])
+def test_auto_framework_follows_the_layout(layout, stack):
+    cfg = TrainConfig(**layout)
+    fw = resolve_framework(None, cfg)
+    assert fw.name == stack and fw.chosen_by.startswith("auto")
+    assert fw.describe()["chosen"] == fw.chosen_by
+    assert resolve_framework("auto", cfg) == fw
+    named = resolve_framework("llm-foundry", cfg)  # a named stack is never overridden
+    assert named.name == "llm-foundry" and not named.chosen_by
+
+
+def test_auto_retime_keeps_the_users_kernels():
+    h100 = get_device("h100")
+    job = TrainConfig(fused=False)
+    cfg, eff = auto_retime(h100, job)(TrainConfig(tp=2, fused=False))
+    assert cfg.fused and eff.attention_kernel == "cudnn"  # megatron fuses; cuDNN attention
+    cfg, eff = auto_retime(h100, job)(TrainConfig(dp=8, fused=True))
+    assert not cfg.fused and eff.attention_kernel == "sdpa"  # hf, with the user's kernels
 
 
 def test_framework_sets_the_attention_kernel():

@@ -155,7 +155,11 @@ def test_train_not_fitting_still_reports_speed(capsys):
     d = get_device("a100")
     roomy = d.model_copy(update={"memory_bytes": 10**15, "usable_memory_bytes": None})
     cfg = TrainConfig(micro_batch=1, seq_len=4096, zero=0, dp=8, dropout=False)
-    big = step_time(get_model("llama-2-70b"), default_cluster(roomy, 8), cfg)
+    from gpuplan.estimate.efficiency import framework_efficiency
+    from gpuplan.specs.framework import resolve_framework
+
+    eff = framework_efficiency(roomy, resolve_framework(None, cfg))  # train's auto stack: hf
+    big = step_time(get_model("llama-2-70b"), default_cluster(roomy, 8), cfg, eff)
     assert big.fits and big.step_time_s == pytest.approx(r["step_time_s"])
 
 
@@ -174,6 +178,23 @@ def test_train_search_and_scaling_json(capsys):
                  "--micro-batch", "1", "--seq-len", "1024", "--zero", "0", "--scaling")
     assert [p["gpus"] for p in s["scaling"]] == [1, 2, 4]
     assert s["scaling"][0]["speedup"] == 1.0
+
+
+def test_search_rows_rerun_by_train_equal_under_the_auto_stack(capsys):
+    """No --framework: each searched layout is timed as the stack its layout implies
+    (TP/SP -> megatron, ZeRO-3 -> fsdp, ...), exactly as `train` times that layout."""
+    r = run_json(capsys, "train", "llama-3-8b", "--gpus", "16", "--global-batch", "128",
+                 "--search", "--top", "4")
+    # the base job (plain data parallel) is hf's; model-parallel rows are re-timed as megatron
+    assert any(t["tp"] > 1 or t["cp"] > 1 for t in r["top"])
+    for t in r["top"]:
+        args = ["train", "llama-3-8b", "--gpus", "16", "--global-batch", "128"]
+        for k in ("dp", "tp", "pp", "cp", "zero", "micro_batch", "virtual_stages"):
+            args += [f"--{k.replace('_', '-')}", str(t[k])]
+        args += ["--recompute", t["recompute"]]
+        args += ["--sequence-parallel"] if t["sequence_parallel"] else []
+        one = run_json(capsys, *args)
+        assert one["step_time_s"] == pytest.approx(t["step_time_s"], rel=1e-12)
 
 
 @pytest.mark.parametrize("argv, needle", [

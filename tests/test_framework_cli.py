@@ -11,6 +11,7 @@ import pytest
 
 from gpuplan.cli.main import main
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.efficiency import TRAINING_END_TO_END
 from gpuplan.specs.device_file import device_from_record
 
 TRAIN = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
@@ -30,12 +31,18 @@ def test_train_names_the_framework_profile(capsys):
     assert foundry["assumptions"]["efficiency"]["attention_kernel"] == "fa2"
     # same layout, cuDNN attention (49 % of peak) beats FlashAttention-2 (31 %) on H100
     assert mega["tokens_per_s"] > foundry["tokens_per_s"]
-    assert mega["assumptions"]["efficiency"]["end_to_end"] == 0.66
+    assert mega["assumptions"]["efficiency"]["end_to_end"] == TRAINING_END_TO_END
 
 
 def test_train_default_framework_is_stated(capsys):
-    r = _json(capsys, *TRAIN)
-    assert r["assumptions"]["framework"]["name"] == "hf"
+    r = _json(capsys, *TRAIN)  # FSDP layout, no --framework: auto picks fsdp and says why
+    fw = r["assumptions"]["framework"]
+    assert fw["name"] == "fsdp" and fw["chosen"].startswith("auto")
+    tp = _json(capsys, "train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8",
+               "--sequence-parallel")
+    assert tp["assumptions"]["framework"]["name"] == "megatron"
+    assert _json(capsys, *TRAIN, "--framework", "hf")["assumptions"]["framework"]["chosen"] \
+        == "named by the user"
 
 
 def test_bad_framework_is_one_line_exit_2():
@@ -89,7 +96,9 @@ def test_memory_framework_sets_fused_kernels_and_names_the_profile(capsys):
     fused = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096",
                   "--fused", "--grad-fp32")
     assert mega["assumptions"]["framework"]["name"] == "megatron"
-    assert "framework" not in base["assumptions"]
+    # no --framework: the stack the layout implies (plain data parallel: hf), as train does
+    assert base["assumptions"]["framework"]["name"] == "hf"
+    assert base["assumptions"]["framework"]["chosen"].startswith("auto")
     # megatron = fused kernels + fp32 main_grad (the same state and activation bytes as saying
     # so by hand) + its own memory behaviour (vocab-parallel cross-entropy keeps no 16-bit
     # logits): model states equal, activations within a few bytes per token, "other" differs

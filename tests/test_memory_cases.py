@@ -181,11 +181,12 @@ def test_torchtitan_llama3_8b_fsdp_measured():
 def test_llama3_8b_fsdp_on_8x_a100_80gb_needs_activation_checkpointing(capsys):
     """torchtitan trains Llama 3 8B with FSDP on A100 80GB at seq 8192 with selective
     activation checkpointing (docs/performance.md, 64 A100 80GB, local batch 1). Without
-    any recomputation the 32 layers' activations alone exceed 50 GB."""
+    any recomputation the 32 layers' activations alone exceed 50 GB: over capacity, though
+    within the model's band of it (tight), so the fix chain still makes it fit for sure."""
     m, d = get_model("llama-3-8b"), get_device("a100-sxm-80gb")
     cfg = TrainConfig(micro_batch=1, seq_len=8192, fsdp="full", dp=8)
     r = train_memory(m, d, cfg)
-    assert not r.fits and r.per_gpu["activations"] > 50 * GB
+    assert r.verdict == "tight" and r.margin_bytes < 0 and r.per_gpu["activations"] > 50 * GB
     steps = train_fix_chain(m, d, cfg, "llama-3-8b", catalog=CATALOG)
     assert [s.change for s in steps] == ["full activation recomputation"]
     assert steps[0].fits and steps[0].total_bytes < 0.6 * d.memory_bytes

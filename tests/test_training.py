@@ -145,5 +145,7 @@ def test_search_agrees_with_step_time_and_only_returns_fitting_layouts(model, gp
         assert fast[1] == step.memory.total_bytes
     times = [s.step_time_s for _, s in r.ranked]
     assert times == sorted(times)
-    if model == "llama-3-70b":  # 70B on 16 GPUs only fits with full recomputation
-        assert all(cfg.recompute == "full" for cfg, _ in r.ranked)
+    # tight layouts (within the memory model's band of capacity) are feasible, flagged;
+    # 70B on 16 GPUs that fast fits for sure only with full recomputation
+    if model == "llama-3-70b":
+        assert all(cfg.recompute == "full" or s.memory.verdict == "tight" for cfg, s in r.ranked)

@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
         device: Annotated[str | None, typer.Option(
             "--device", help="cpu or cuda (default: cuda when a GPU is visible)")] = None,
         only: Annotated[str | None, typer.Option(
-            "--only", help="comma-separated: matmul,memory,launch,fusion,attention,collectives")]
+            "--only", help="comma-separated: matmul,memory,launch,fusion,attention,"
+                           "collectives,decode (decode also runs matmul and memory: its "
+                           "prediction uses them)")]
         = None,
         nproc: Annotated[int | None, typer.Option(
             "--nproc", min=1, max=MAX_FORCED_NPROC,
@@ -70,8 +72,9 @@ def register(app: typer.Typer) -> None:
                  "3600)")] = None,
         as_json: JsonOpt = False,
     ) -> None:
-        """Measured matmul FLOP/s per dtype, memory bandwidth, launch overhead, fusion, attention
-        and collectives of this machine, next to gpuplan's predictions."""
+        """Measured matmul FLOP/s per dtype, memory bandwidth, launch overhead, fusion, attention,
+        collectives and (--only decode) a transformers decoder's TTFT/TPOT of this machine,
+        next to gpuplan's predictions."""
         from gpuplan.cli.bench_render import measured_chart, render
         from gpuplan.measure.bench import parse_only
         from gpuplan.measure.collectives import torchrun_ranks, under_torchrun

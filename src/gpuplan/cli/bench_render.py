@@ -114,6 +114,26 @@ def _collectives(con: Console, r: dict[str, Any]) -> None:
     con.print(t)
 
 
+def _decode(con: Console, r: dict[str, Any]) -> None:
+    d = r["decode"]
+    t = table(f"decode through transformers: {d['params'] / 1e6:.1f}M-param Llama decoder, "
+              f"{d['dtype']}, batch 1, prompt {d['prompt_len']}, output {d['output_len']}, "
+              f"{d['threads']} threads; predicted from this run's profile "
+              f"({d['prediction_device']})",
+              [("", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")],
+              caption=f"eager per-op cost {_s(d['eager_op_overhead_s'])} x "
+                      f"{d['ops_per_step']} ops per step ({d['eager_overhead_what']}); "
+                      f"weight-read floor {_s(d['predicted']['weight_read_floor_s'])}; "
+                      f"load average {d['load_average']['start']} -> "
+                      f"{d['load_average']['end']}")
+    for k in ("ttft", "tpot"):
+        t.add_row(k.upper(), _s(d["measured"][f"{k}_s"]), _s(d["predicted"][f"{k}_s"]),
+                  f"{d[f'{k}_error_ratio']:+.1%}")
+    con.print(t)
+    ok = "within" if d["tpot_within_tolerance"] else "NOT within"
+    con.print(f"decode TPOT {ok} {d['tolerance_ratio']:.0%} of its prediction")
+
+
 def render(con: Console, r: dict[str, Any]) -> None:
     ident = r["identity"]
     con.print(f"[bold]{r['device']}[/bold] ({ident['kind']}; torch {ident['torch']}, "
@@ -133,6 +153,8 @@ def render(con: Console, r: dict[str, Any]) -> None:
         _fusion(con, r)
     if r.get("collectives"):
         _collectives(con, r)
+    if "decode" in r:
+        _decode(con, r)
     cmp = r.get("compare")
     if cmp is not None:
         if cmp["catalog_device"] is None:

@@ -118,12 +118,12 @@ def register(app: typer.Typer) -> None:
         memory_rules(ctx, m, d, mode, locals())
         o = dict(locals())
         if mode is Mode.train:
-            cfg = train_job(o, dp, d.kind)
-            if framework is not None:
-                from gpuplan.specs.framework import get_framework
+            from gpuplan.specs.framework import resolve_framework
 
-                fw = get_framework(framework)
-                cfg = fw.apply(cfg)
+            # as `gpuplan train` sets the job up: unnamed, the stack the layout implies
+            job = train_job(o, dp, d.kind)
+            fw = resolve_framework(framework, job)
+            cfg = fw.apply(job, named=not fw.chosen_by)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
@@ -139,7 +139,7 @@ def register(app: typer.Typer) -> None:
             steps = (fixes.infer_fix_chain(m, d, icfg, model, catalog=list(device_catalog()))
                      if fix else None)
         check = MemoryCheck(m.name, res, fix=steps)
-        if framework is not None and mode is Mode.train:
+        if mode is Mode.train:
             check.framework = fw.describe()
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load

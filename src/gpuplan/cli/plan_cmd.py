@@ -86,5 +86,5 @@ def register(app: typer.Typer) -> None:
 
         r = build_plan(m, d, base, inp, goal.value, list(device_catalog()), price,
                        (model, name), train_price(d, None, None), serve_price(d.name),
-                       train_eff)
+                       train_eff, train_auto=bool(fw.chosen_by))
         emit(r, as_json, lambda con: render_plan(con, r, render))

@@ -125,17 +125,19 @@ def register(app: typer.Typer) -> None:
         prices: PricesOpt = None,
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
-            "deepspeed, llm-foundry, hf (default: hf): kernels, attention, overlap")] = None,
+            "deepspeed, llm-foundry, hf, or auto (default: inferred from the layout: "
+            "TP/PP/SP/CP/EP -> megatron, ZeRO-3/FSDP -> fsdp, ZeRO-1/2 -> deepspeed, else "
+            "hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
-        from gpuplan.estimate.efficiency import framework_efficiency
+        from gpuplan.estimate.efficiency import auto_retime, framework_efficiency
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
-        from gpuplan.specs.framework import get_framework
+        from gpuplan.specs.framework import resolve_framework
 
         m, d = get_model(model), get_device(gpu)
         seq_len = default_len(m, seq_len, TrainConfig().seq_len)
@@ -148,8 +150,9 @@ def register(app: typer.Typer) -> None:
             if gpus % mp:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
-        fw = get_framework(framework)
-        cfg = fw.apply(train_job(dict(locals()), dp, d.kind), named=framework is not None)
+        job = train_job(dict(locals()), dp, d.kind)
+        fw = resolve_framework(framework, job)
+        cfg = fw.apply(job, named=not fw.chosen_by)
         eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -162,7 +165,9 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--search", f"with --finetune {finetune.value}",
                                  "full fine-tuning only (the search's memory model has no "
                                  "adapters): time one layout, or use `gpuplan advise`")
-            found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof)
+            found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof,
+                               retime=None if not fw.chosen_by or prof is not None
+                               else auto_retime(d, job))
             if html is not None:
                 from gpuplan.cli.html_opt import write
 

@@ -22,12 +22,18 @@ from typing import Any
 from gpuplan.errors import InputError
 from gpuplan.estimate.flops import flops_summary
 from gpuplan.estimate.lora import LoraConfig
-from gpuplan.estimate.memory import TrainConfig, lora_states, train_memory
+from gpuplan.estimate.memory import (
+    TrainConfig,
+    lora_states,
+    not_out_of_memory,
+    train_memory,
+)
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.search import search
 from gpuplan.estimate.training import StepResult, step_time
 from gpuplan.specs.cluster import default_cluster
 from gpuplan.specs.device import Device
+from gpuplan.specs.memory_behaviour import MEMORY_BAND
 from gpuplan.specs.model import ModelSpec
 
 DAY = 86400.0
@@ -201,7 +207,7 @@ def _fits(m: ModelSpec, d: Device, cfg: TrainConfig) -> bool:
         if len(_NEED) > 4096:
             _NEED.clear()
         _NEED[key] = train_memory(m, d, cfg).total_bytes
-    return _NEED[key] <= d.capacity_bytes
+    return bool(not_out_of_memory(_NEED[key], d.capacity_bytes, MEMORY_BAND))
 
 
 def evaluate_adapters(m: ModelSpec, d: Device, g: Goal, rate: float | None) -> Option:

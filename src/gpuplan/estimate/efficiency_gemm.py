@@ -7,6 +7,15 @@ sections "Tile Quantization" and "Wave Quantization"). cuBLAS picks among severa
 we take the best of the common CUTLASS/cuBLAS tiles below, so the factor is the share of the
 launched tile-slots that hold useful work. The measured matmul ceiling (mamf-finder's best
 shape, in the device file) already has full waves, so this factor multiplies it.
+
+Epilogue: each tile's mainloop accumulates in registers; the epilogue then writes the M x N
+output to memory after the tile's last K step (CUTLASS "Efficient GEMM in CUDA": mainloop,
+then epilogue). Within a wave every SM writes its tiles at about the same time, so the store
+is not hidden behind the tile's own math: a GEMM takes its math time plus M x N output bytes
+at the memory bandwidth. Relative to the math it costs (peak x ceiling / bandwidth) / K, which
+is ~240/K on H100 and ~130/K on A100: small-K GEMMs (small hidden sizes, TP shards) lose more
+on H100, whose math grew 3x over A100 but its bandwidth 1.6x. The measured ceiling comes from
+large-K shapes where the store is ~1-3%, so the term is added to it, not divided out.
 """
 
 from __future__ import annotations
@@ -40,6 +49,12 @@ def quantization_efficiency(m: int, n: int, sms: int) -> float:
         waves = math.ceil(tiles / sms)
         best = max(best, (m * n) / (waves * sms * tm * tn))
     return min(1.0, best)
+
+
+def output_elements(shape: str) -> int | None:
+    """M x N: the elements a GEMM's epilogue writes (None when the shape is unknown)."""
+    dims = gemm_dims(shape)
+    return dims[0] * dims[1] if dims else None
 
 
 def shape_efficiency(shape: str, sms: int | None) -> float:

@@ -30,11 +30,12 @@ class FixStep:
     total_bytes: int
     capacity_bytes: int
     fits: bool
-    """total <= capacity (the same meaning as the memory result's `fits`)"""
+    """not declared out of memory (the same meaning as the memory result's `fits`)"""
     command: str
     device: str
     fits_with_margin: bool | None = None
-    """inference: total <= capacity less the safety margin (what the chain aims for)"""
+    """what the chain aims for: inference, total <= capacity less the safety margin;
+    training, the verdict 'fits' (not 'tight')"""
 
 
 def train_command(model: str, device: str, c: TrainConfig) -> str:
@@ -135,19 +136,22 @@ def _train_candidates(m: ModelSpec, cfg: TrainConfig,
 
 def train_fix_chain(m: ModelSpec, device: Device, cfg: TrainConfig, model_arg: str,
                     gpus_per_node: int = 8, catalog: list[Device] | None = None) -> list[FixStep]:
-    """Ordered changes, each applied on top of the previous, until the configuration fits."""
+    """Ordered changes, each applied on top of the previous, until the configuration is no
+    longer declared out of memory (each step says whether it is 'tight'); none when it fits
+    beyond doubt (`fits_with_margin`: verdict 'fits')."""
     steps: list[FixStep] = []
-    if train_memory(m, device, cfg).fits:
+    if train_memory(m, device, cfg).fits_with_margin:
         return steps
     for change, cost, c in _train_candidates(m, cfg, gpus_per_node):
         r = train_memory(m, device, c)
         steps.append(FixStep(change, cost, r.total_bytes, r.capacity_bytes, r.fits,
-                             train_command(model_arg, device.name, c), device.name))
+                             train_command(model_arg, device.name, c), device.name,
+                             r.fits_with_margin))
         if r.fits:
             return steps
     for bigger in larger_devices(device, catalog or []):
         r = train_memory(m, bigger, cfg)
-        if r.fits:
+        if r.fits_with_margin:
             steps.append(FixStep(f"a larger GPU: {bigger.name} with the original settings",
                                  "a more expensive device", r.total_bytes, r.capacity_bytes,
                                  True, train_command(model_arg, bigger.name, cfg), bigger.name))

@@ -14,9 +14,18 @@ Per iteration, every term placed on the roofline (Williams et al. 2009) by `roof
 - quantized weights: native when the device has a tensor peak for the dtype (fp8, int8, fp4:
   W8A8 / NVFP4 kernels), else dequantized inside the matmul (weight-only, GPTQ/AWQ style):
   2 vector ops per weight element read and the matmul at the 16-bit rate.
+- weight-only dequantization at small batch does not hide under the weight loads: its vector
+  work adds to the memory time (gpt-fast README: the achieved bandwidth falls from ~1,420 GB/s
+  at bf16 to ~1,070 at int8 and ~860 at int4 on the same A100, so the extra time grows with
+  the weight elements, not the bytes).
 - tensor parallelism: 2 all-reduces of the tokens' hidden states per layer (Megatron-LM,
-  Shoeybi et al. 2019, §3), timed by `estimate.comm`.
-- overhead: kernel launches per iteration x the launch overhead of the efficiency profile.
+  Shoeybi et al. 2019, §3), timed by `estimate.comm` (bandwidth) and, for small messages, by
+  NCCL's low-latency (LL) protocol, as NCCL picks the faster one (NCCL src/graph/tuning.cc).
+- overhead by execution mode: a serving engine replays its decode step as a CUDA graph
+  (vLLM, TensorRT-LLM, SGLang, gpt-fast with torch.compile): only a GPU-side gap per kernel;
+  eager PyTorch on a GPU dispatches each op from the host while earlier kernels run, so a step
+  takes the longer of the GPU work and the host's dispatches; on a CPU the dispatch of every
+  op adds to its work (one thread of control).
 Every byte term divides by at most the datasheet (or measured) bandwidth, so a decode step is
 never faster than bytes / bandwidth.
 """
@@ -28,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.comm import collective_time
+from gpuplan.estimate.comm import collective_time, flat_time
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
 from gpuplan.estimate.inference import weight_bytes
 from gpuplan.estimate.roofline import op_time
@@ -44,30 +53,54 @@ from gpuplan.specs.workload import InferConfig
 
 NATIVE_QUANT = ("fp8", "int8", "fp4")
 """Weight dtypes that run as low-precision matmuls where the device has a tensor peak for them."""
-DEQUANT_OPS_PER_WEIGHT = 2.0
-"""Vector ops to dequantize one weight element (convert + scale): an assumption, stated."""
+DEQUANT_OPS_PER_WEIGHT = {"int8": 1.0, "fp8": 1.0, "int4": 2.0, "fp4": 2.0}
+"""Vector instructions per weight element to dequantize it inside the matmul: 8-bit weights
+carry one scale per output channel, applied to the output (gpt-fast quantize.py
+WeightOnlyInt8Linear: linear(x, w.to(x.dtype)) * scales): a convert per weight; 4-bit weights
+carry a scale and zero per group of 32-128 (GPTQ/AWQ, gpt-fast's int4 groups): convert plus a
+fused multiply-add per weight. They issue at the FMA instruction rate, half the vector FLOP
+peak (an FMA counts 2 FLOPs in the datasheet's FP32 figure)."""
+FLOPS_PER_INSTRUCTION = 2.0
 PAGED_KV_SLOWDOWN = 1.23
 """PagedAttention kernel vs a contiguous-cache kernel: 20-26% slower (Kwon et al. 2023, §7.2)."""
 KERNELS_PER_LAYER = 9
 """Kernel launches per layer in a fused serving engine: norm x2, QKV, RoPE+cache write,
 attention, out-proj, gate/up, activation, down (vLLM / TensorRT-LLM Llama graphs)."""
+GRAPH_KERNEL_GAP_S = 0.5e-6
+"""GPU-side time between consecutive kernels replayed from a CUDA graph: a chain of 2.9 µs
+kernels runs at 3.4 µs per kernel as a graph (A. Gray, "Getting Started with CUDA Graphs",
+NVIDIA Technical Blog, 2019); the host's per-launch cost is paid once per graph."""
+NCCL_LL_BASE_S = 6.6e-6
+NCCL_LL_STEP_S = {"nvlink": 0.6e-6, "pcie": 1.0e-6}
+NCCL_LL_BW_SHARE = 0.25
+"""NCCL's own cost model of a ring all-reduce with the LL protocol (src/graph/tuning.cc,
+NVIDIA/nccl v2.28.7-1, ncclTunerConstantsDefaults): baseLat 6.6 µs + 2(n-1) steps x hwLat
+(NVLink 0.6 µs, PCIe 1.0 µs), at a quarter of the ring's bus bandwidth (tuning.cc: LL busBw
+x 1/4 for all-reduce); NCCL runs it when its modelled time beats the Simple protocol's."""
 
-SERVING_FACTORS = (0.7, 0.5, 0.8)
+SERVING_FACTORS = (0.8, 0.7, 0.5)
 """(compute, extra for fp4 compute, attention KV reads): shares of the kernel ceilings a
 serving engine's whole iteration reaches (sustained clocks, scheduling, sampling, kernel gaps;
 paged decode-attention kernels reading scattered KV blocks), fitted by benchmarks/fit_serving.py
 on the CALIBRATION family only (see SERVING_CALIBRATION). Weight reads keep the roofline's
 memory ceiling: batch-1 decode (gpt-fast) reaches it without a serving loss."""
 SERVING_CALIBRATION = ("fitted 2026-12-01 by benchmarks/fit_serving.py on TensorRT-LLM's "
-                       "Llama-3.3-70B max-throughput rows only (40 rows); validated on its "
-                       "Llama-3.1-8B and 405B rows and on gpt-fast")
+                       "Llama-3.3-70B max-throughput rows only (40 rows, median |log error| "
+                       "0.054); validated on its Llama-3.1-8B and 405B rows, its 1.x "
+                       "Llama-3.3-70B rows at unseen lengths/TP and on gpt-fast")
+SERVING_ATTENTION_KERNEL = "fa3"
+"""Serving engines run the device's fastest fused attention: FlashAttention-3 on Hopper (vLLM's
+vllm-flash-attn and SGLang's default there; TensorRT-LLM's warp-specialised Hopper FMHA is of
+the same class), falling back to cuDNN, then FlashAttention-2 where the device file has no FA3
+measurement (efficiency_attention.KERNEL_FALLBACK). At a 20,000-token prompt attention is
+about a quarter of the prefill FLOPs of an 8B model, so the kernel matters there."""
 
 
 def serving_efficiency(device: Device, compute_dtype: str,
                        factors: tuple[float, float, float] | None = None) -> Efficiency:
     """The roofline priors of `device` times the serving end-to-end factors."""
     c, c4, mem = factors or SERVING_FACTORS
-    base = default_efficiency(device)
+    base = default_efficiency(device, SERVING_ATTENTION_KERNEL)
     f = c * (c4 if compute_dtype == "fp4" else 1.0)
     return replace(base, end_to_end=f,
                    source=base.source + f"; serving end-to-end: compute x{f:.2f}, attention "
@@ -102,7 +135,15 @@ class StepModel:
     kv_read_factor: float
     """share of the attention kernels' memory roofline reached on KV reads"""
     allreduce_s: tuple[float, float]
-    """(latency, seconds per token) of one layer's two all-reduces"""
+    """(latency, seconds per token) of one layer's two all-reduces (NCCL Simple protocol)"""
+    allreduce_ll_s: tuple[float, float] = (0.0, 0.0)
+    """the same with NCCL's low-latency protocol (small messages)"""
+    matmul_only_factor: float = 1.0
+    """the fp4 share of the serving factors: FP4 GEMMs' own loss, not the attention kernels'
+    (which run at 16 or 8 bits)"""
+    execution: str = "graph"
+    """graph (CUDA-graph replay), eager-gpu (host dispatch overlaps the GPU), eager-cpu
+    (dispatch adds to the work)"""
     assumptions: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -135,10 +176,26 @@ class StepModel:
         (the KV reads of a serving batch are 10s of MB per layer: the size curves' plateau)."""
         return _attention_rates(self)
 
+    def comm_s(self, tokens: int) -> float:
+        """One iteration's tensor-parallel all-reduces: NCCL's faster protocol per message."""
+        if self.cfg.tp <= 1:
+            return 0.0
+        (a, b), (c, d) = self.allreduce_s, self.allreduce_ll_s
+        return self.layers * min(a + b * tokens, c + d * tokens)
+
     def overhead_s(self, tokens: int) -> float:
-        lat, per_token = self.allreduce_s
-        comm = self.layers * (lat + per_token * tokens) if self.cfg.tp > 1 else 0.0
-        return comm + self.layers * self.kernels_per_layer * self.eff.kernel_overhead_s
+        """Communication plus the per-kernel cost on the GPU's timeline (graph gaps; on a CPU,
+        each op's dispatch); eager host dispatch on a GPU is `dispatch_s`, overlapped."""
+        kernels = self.layers * self.kernels_per_layer
+        per = self.eff.kernel_overhead_s if self.execution == "eager-cpu" else GRAPH_KERNEL_GAP_S
+        return self.comm_s(tokens) + kernels * per
+
+    @property
+    def dispatch_s(self) -> float:
+        """Host time to dispatch one eager step's kernels (0 when a CUDA graph replays it)."""
+        if self.execution != "eager-gpu":
+            return 0.0
+        return self.layers * self.kernels_per_layer * self.eff.kernel_overhead_s
 
     def time_s(self, decode_seqs: int, decode_ctx: float, prefill_tokens: int = 0,
                prefill_pairs: float = 0.0, prefill_logits: int = 0) -> float:
@@ -151,7 +208,8 @@ class StepModel:
         comp, mem = self.linear_s(tokens, decode_seqs + prefill_logits)
         attn = self.attention_s(decode_ctx + decode_seqs + prefill_pairs,
                                 decode_ctx, tokens)
-        return max(comp, mem) + attn + self.overhead_s(tokens)
+        gpu = max(comp, mem) + attn + self.overhead_s(tokens)
+        return max(gpu, self.dispatch_s)
 
 
 @lru_cache(maxsize=65536)
@@ -168,15 +226,19 @@ def _linear_cached(sm: StepModel, tokens: int) -> tuple[float, float, float]:
     if sm.dequant_ops_per_weight_byte:
         vec = sm.eff.measured.get("fp32") or sm.device.peak("fp32") or \
             sm.device.matmul_peak("bf16")
-        dequant = wbytes * sm.dequant_ops_per_weight_byte / (vec * sm.eff.vector_ceiling)
-    return t.compute_s + dequant, t.memory_s, flops / t.compute_s if t.compute_s else 1.0
+        rate = vec * sm.eff.vector_ceiling / FLOPS_PER_INSTRUCTION
+        dequant = wbytes * sm.dequant_ops_per_weight_byte / rate
+    # dequantization is serial with the loads: it adds to both sides of the roofline
+    return (t.compute_s + dequant, t.memory_s + dequant,
+            flops / t.compute_s if t.compute_s else 1.0)
 
 
 @lru_cache(maxsize=256)
 def _attention_rates(sm: StepModel) -> tuple[float, float]:
     big = 1e12
     op = Op("attn.core", "attention", big, big, 0.0, sm.cfg.act_dtype, "decode", kernels=0)
-    t = op_time(op, sm.device, sm.eff)
+    eff = replace(sm.eff, end_to_end=sm.eff.end_to_end / sm.matmul_only_factor)
+    t = op_time(op, sm.device, eff)
     return big / t.compute_s, big / t.memory_s * sm.kv_read_factor
 
 
@@ -186,9 +248,12 @@ def _linear_s(sm: StepModel, tokens: int, logits: int) -> tuple[float, float]:
 
 
 def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency | None = None,
-               factors: tuple[float, float, float] | None = None) -> StepModel:
+               factors: tuple[float, float, float] | None = None,
+               ops_per_layer: float | None = None) -> StepModel:
     """Per-GPU coefficients of an iteration for `m` on `device` under `cfg`. Without `eff`:
-    the device's priors times the serving factors; with it (a measured profile): as given."""
+    the device's priors times the serving factors; with it (a measured profile): as given.
+    `ops_per_layer`: the ops an eager step really dispatches per layer, where counted (e.g.
+    traced from Hugging Face); else the fused engine's kernels or the op builder's count."""
     cfg.validate(m)
     tp, d, wd = cfg.tp, m.hidden_size, cfg.weight_dtype
     icfg = InferConfig(batch=1, context=1, weight_dtype=wd, kv_dtype=cfg.kv_dtype, tp=tp)
@@ -215,22 +280,35 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
     quantized = DTYPE_BYTES[wd] < 2
     compute_dtype = wd if native else cfg.act_dtype
     kv_factor = 1.0 if eff is not None else (factors or SERVING_FACTORS)[2]
+    fp4_factor = (factors or SERVING_FACTORS)[1] if eff is None and compute_dtype == "fp4" \
+        else 1.0
     eff = eff or serving_efficiency(device, compute_dtype, factors)
-    dequant = DEQUANT_OPS_PER_WEIGHT / per_elem if quantized and not native else 0.0
+    dequant = DEQUANT_OPS_PER_WEIGHT.get(wd, 2.0) / per_elem if quantized and not native \
+        else 0.0
     ff = (m.expert_size * m.experts_per_token if m.is_moe else m.intermediate_size)
     act = m.num_layers * (8 * d + 3 * ff / tp) * DTYPE_BYTES[cfg.act_dtype]
     ar = _allreduce(device, tp, d * DTYPE_BYTES[cfg.act_dtype])
-    kernels = KERNELS_PER_LAYER if cfg.fused else eager_kernels_per_layer(m, cfg.act_dtype)
+    ar_ll = _allreduce_ll(device, tp, d * DTYPE_BYTES[cfg.act_dtype])
+    kernels = ops_per_layer or (KERNELS_PER_LAYER if cfg.fused
+                                else eager_kernels_per_layer(m, cfg.act_dtype))
+    execution = "graph" if cfg.fused else ("eager-cpu" if device.kind == "cpu" else "eager-gpu")
     assumptions: dict[str, object] = {
         "weight_dtype": wd, "kv_dtype": cfg.kv_dtype, "tp": tp, "attention": cfg.attention,
         "matmul_dtype": compute_dtype,
         "quantized_weights": ("native" if native else "dequantized in the matmul kernel "
-                              f"({DEQUANT_OPS_PER_WEIGHT:g} vector ops per weight)")
+                              f"({DEQUANT_OPS_PER_WEIGHT.get(wd, 2.0):g} vector instructions per weight, "
+                              "serial with the loads)")
         if quantized else "16-bit",
         "moe_experts_read": "E x (1 - (1 - k/E)^tokens) per MoE layer" if m.is_moe else None,
-        "tp_comm": "2 all-reduces per layer (Megatron-LM)" if tp > 1 else None,
+        "tp_comm": "2 all-reduces per layer (Megatron-LM), NCCL LL or Simple protocol, "
+                   "whichever is faster" if tp > 1 else None,
+        "execution": {"graph": "CUDA graph replay (fused engine): "
+                               f"{GRAPH_KERNEL_GAP_S * 1e6:g} µs GPU gap per kernel",
+                      "eager-gpu": "eager PyTorch: host dispatch per op overlaps the GPU",
+                      "eager-cpu": "eager PyTorch on a CPU: dispatch per op adds"}[execution],
         "kernels_per_layer": kernels,
-        "kernel_overhead_s": eff.kernel_overhead_s,
+        "kernel_overhead_s": eff.kernel_overhead_s if execution != "graph"
+        else GRAPH_KERNEL_GAP_S,
         "paged_kv_slowdown": PAGED_KV_SLOWDOWN if cfg.attention == "paged" else None,
         "efficiency": eff.source,
     }
@@ -242,7 +320,8 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
         act_bytes_per_token=act, compute_dtype=compute_dtype,
         dequant_ops_per_weight_byte=dequant, matmuls_per_step=4 * m.num_layers + 1,
         layers=m.num_layers, allreduce_s=ar, kernels_per_layer=kernels,
-        kv_read_factor=kv_factor,
+        kv_read_factor=kv_factor, allreduce_ll_s=ar_ll, execution=execution,
+        matmul_only_factor=fp4_factor,
         assumptions={k: v for k, v in assumptions.items() if v is not None})
 
 
@@ -264,6 +343,20 @@ def _allreduce(device: Device, tp: int, bytes_per_token: float) -> tuple[float, 
     t2 = collective_time("all_reduce", bytes_per_token * big, tp, cluster).time_s
     slope = (t2 - t1) / (big - 1)
     return 2 * (t1 - slope), 2 * slope
+
+
+def _allreduce_ll(device: Device, tp: int, bytes_per_token: float) -> tuple[float, float]:
+    """(latency, s per token) of one layer's 2 all-reduces with NCCL's LL protocol inside one
+    node: NCCL's cost model (NCCL_LL_* above), its ring steps counted by `comm.flat_time`."""
+    if tp <= 1:
+        return 0.0, 0.0
+    up = default_cluster(device, tp).scale_up
+    step = NCCL_LL_STEP_S["nvlink" if device.scale_up is not None else "pcie"]
+    ll = up.model_copy(update={"latency_s": step, "efficiency": up.efficiency * NCCL_LL_BW_SHARE})
+    lat = NCCL_LL_BASE_S + flat_time("all_reduce", 1e-30, tp, ll)
+    slope = flat_time("all_reduce", bytes_per_token, tp, ll) - flat_time(
+        "all_reduce", 1e-30, tp, ll)
+    return 2 * lat, 2 * slope
 
 
 def prefill_s(sm: StepModel, batch: int, prompt: int) -> float:

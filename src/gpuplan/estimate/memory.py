@@ -13,7 +13,7 @@ Inference memory is in `estimate.inference` (same MemoryResult).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from gpuplan.estimate import lora
 from gpuplan.estimate.memory_peak import (
     LossBuffers,
     fsdp_buffers,
+    gathered_tp_inputs,
     loss_buffers,
     ops_loss_saved,
     per_op_sac_saved,
@@ -39,6 +40,7 @@ from gpuplan.ops.transformer import (
     local_sizes,
 )
 from gpuplan.specs.device import Device
+from gpuplan.specs.memory_behaviour import MEMORY_BAND, MEMORY_BAND_SOURCE
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import (
     CUDA_CONTEXT_BYTES,
@@ -167,6 +169,36 @@ def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
 
 # ---- results -------------------------------------------------------------------------------
 
+Verdict = Literal["fits", "tight", "does_not_fit"]
+
+
+def not_out_of_memory(total: Array, capacity: Array, band: float) -> Array:
+    """Not declared out of memory (verdict fits or tight): the low end of the predicted
+    peak's range, total/(1+band), within capacity. Scalars or arrays (the layout search)."""
+    return total / (1 + band) <= capacity
+
+
+def memory_verdict(total: float, capacity: float, band: float) -> Verdict:
+    """The fit verdict of a predicted peak whose relative error is within ±band: the real
+    peak lies in [total/(1+band), total/(1-band)]. fits: all of that range is within
+    capacity; does_not_fit: none of it; tight: capacity falls inside it."""
+    if total / (1 - band) <= capacity:
+        return "fits"
+    if not not_out_of_memory(total, capacity, band):
+        return "does_not_fit"
+    return "tight"
+
+
+def verdict_note(total: float, capacity: float, band: float) -> str:
+    """One line for the table and JSON, naming the numbers behind the verdict."""
+    v = memory_verdict(total, capacity, band)
+    nums = f"predicted {total / 1e9:.1f} of {capacity / 1e9:.1f} GB"
+    if v == "tight":
+        return f"may not fit: {nums}, within the model's ±{band:.0%}"
+    if v == "does_not_fit":
+        return f"does not fit: {nums}" + (f", beyond the model's ±{band:.0%}" if band else "")
+    return f"fits: {nums}" + (f" with the model's ±{band:.0%}" if band else "")
+
 @dataclass
 class MemoryResult:
     """Per-GPU memory; `per_gpu` sums exactly to `total_bytes`."""
@@ -183,18 +215,28 @@ class MemoryResult:
     margin: float = 0.0
     """share of capacity to keep free for a comfortable fit (inference: serving engines
     reserve it; vLLM's gpu_memory_utilization defaults to 0.9)"""
+    band: float = 0.0
+    """the model's stated relative error on a peak (training: MEMORY_BAND); 0 = exact"""
 
     @property
     def total_bytes(self) -> int:
         return sum(self.per_gpu.values())
 
     @property
+    def verdict(self) -> Verdict:
+        return memory_verdict(self.total_bytes, self.capacity_bytes, self.band)
+
+    @property
     def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
+        """Not declared out of memory: it fits, or it is within the model's error band of
+        capacity (verdict 'tight'); `total_bytes <= capacity_bytes` is `margin_bytes >= 0`."""
+        return self.verdict != "does_not_fit"
 
     @property
     def fits_with_margin(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes * (1 - self.margin)
+        """Fits beyond doubt: verdict 'fits' and the safety margin left free."""
+        return self.verdict == "fits" and \
+            self.total_bytes <= self.capacity_bytes * (1 - self.margin)
 
     @property
     def margin_bytes(self) -> int:
@@ -205,6 +247,8 @@ class MemoryResult:
             "mode": self.mode, "device": self.device, "per_gpu": dict(self.per_gpu),
             "other_items": dict(self.other_items), "total_bytes": self.total_bytes,
             "capacity_bytes": self.capacity_bytes, "fits": self.fits,
+            "memory_verdict": self.verdict, "memory_band": self.band,
+            "verdict_note": verdict_note(self.total_bytes, self.capacity_bytes, self.band),
             "fits_with_margin": self.fits_with_margin, "safety_margin": self.margin,
             "margin_bytes": self.margin_bytes,
             "utilization": self.total_bytes / self.capacity_bytes,
@@ -302,12 +346,15 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
             m, cfg.micro_batch, cfg.seq_len, replace(impl, recompute="none") if full else impl),
             m, cfg))
     loc = local_sizes(m, impl, cfg.seq_len)
-    per_block = checkpointed(m, cfg, impl, saved) if full else saved
     b = cfg.behaviour
+    e = DTYPE_BYTES[cfg.compute_dtype]
+    if cfg.sp:
+        saved = gathered_tp_inputs(saved, (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP),
+                                   cfg.micro_batch * loc.seq, m.hidden_size, e, cfg.tp, b)
+    per_block = checkpointed(m, cfg, impl, saved) if full else saved
     if cfg.recompute == "selective" and b.selective == "per-op":
         per_block = per_op_sac(m, cfg, impl, per_block)
-    e = DTYPE_BYTES[cfg.compute_dtype]
-    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b)
+    loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b, cfg.tp)
     # the stack's loss instead of the op model's (PyTorch's fp32 cross-entropy)
     head_extra = 0.0
     if b.loss != "fp32":
@@ -460,7 +507,7 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
                                   prof.loss.transient >= other["transient_peak"] else
                                   "backward of one layer")
     return MemoryResult("train", per_gpu, other_items_, device.capacity_bytes, device.name,
-                        assumptions, details)
+                        assumptions, details, band=MEMORY_BAND)
 
 
 # ---- LoRA / QLoRA (estimate/lora.py) ------------------------------------------------------
@@ -516,6 +563,7 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         else "activation dtype", "dropout": cfg.dropout,
         "training_kv_cache": cfg.training_kv_cache,
         "cuda_context_bytes": cfg.cuda_context_bytes, "fragmentation": cfg.fragmentation,
+        "memory_band": f"±{MEMORY_BAND:.0%}: {MEMORY_BAND_SOURCE}",
         "optimizer_offloaded_to_cpu": cfg.offload_optimizer,
         "capacity": capacity_note(device),
         **(_lora_assumptions(cfg.lora) if cfg.lora.active else {"finetune": "full"}),
@@ -556,7 +604,8 @@ def train_memory_from_trace(trace: TracedModel, device: Device, cfg: TrainConfig
                "activations": int(acts), "other": sum(other_items.values())}
     return MemoryResult("train", per_gpu, other_items,
                         device.capacity_bytes, device.name, _train_assumptions(cfg, device),
-                        {"params_per_gpu": trace.param_count, "source": "traced module"})
+                        {"params_per_gpu": trace.param_count, "source": "traced module"},
+                        band=MEMORY_BAND)
 
 
 # ---- inference ----------------------------------------------------------------------------

@@ -28,6 +28,13 @@ backward writes and log_softmax's fp32 input gradient (PyTorch autograd: both li
 log_softmax backward runs)"""
 
 
+DTENSOR_LOSS_PARALLEL_BACKWARD_BYTES = 3 * FP32
+"""per logit, on top of the kept fp32 log-softmax output, when the fp32 loss runs under
+PyTorch's loss_parallel (DTensor, vocabulary sharded over TP; torchtitan's default with TP):
+torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward returns
+(zeros_like(x) + exp(x)) * grad_output, so three fp32 copies of the logits are live at once"""
+
+
 @dataclass(frozen=True)
 class LossBuffers:
     saved: float
@@ -37,7 +44,8 @@ class LossBuffers:
     basis: str
 
 
-def loss_buffers(tokens: float, vocab_local: int, e: float, b: MemoryBehaviour) -> LossBuffers:
+def loss_buffers(tokens: float, vocab_local: int, e: float, b: MemoryBehaviour,
+                 tp: int = 1) -> LossBuffers:
     """Loss memory of `tokens` tokens over a (TP-local) vocabulary, by loss kind: bytes per
     logit kept from forward to backward, and allocated on top during the loss backward."""
     n = tokens * vocab_local
@@ -67,6 +75,11 @@ def loss_buffers(tokens: float, vocab_local: int, e: float, b: MemoryBehaviour) 
         return LossBuffers(kept + small, chunk * (e + 3 * FP32),
                            f"chunked cross-entropy: {b.loss_chunk_tokens} tokens of logits "
                            "at a time (fp32 upcast, log-softmax and its gradient)")
+    if b.loss_parallel and tp > 1:
+        return LossBuffers(n * FP32 + kept + tokens * INDEX,
+                           n * DTENSOR_LOSS_PARALLEL_BACKWARD_BYTES,
+                           "fp32 cross-entropy under DTensor loss_parallel: fp32 log-softmax "
+                           "kept; its backward holds three more fp32 copies")
     return LossBuffers(n * FP32 + kept + tokens * INDEX, n * FP32_LOSS_BACKWARD_BYTES,
                        "fp32 cross-entropy: fp32 log-softmax kept; its backward holds two "
                        "more fp32 copies" + ("; 16-bit logits kept by the loop"
@@ -115,3 +128,17 @@ def per_op_sac_saved(ops: OpList, block: str, first_block: bool, layer_input: fl
         elif o.kind == "attention" and o.saved_bytes:
             total += o.bytes_written
     return total
+
+
+def gathered_tp_inputs(saved: dict[str, float], blocks: tuple[str, ...], tokens: float,
+                       hidden: int, e: float, tp: int, b: MemoryBehaviour) -> dict[str, float]:
+    """Saved bytes per block when sequence-parallel TP saves the all-gathered input of its
+    column-parallel linears (QKV, MLP up/gate) instead of the sequence shard: DTensor's
+    ColwiseParallel redistributes Shard(1) -> Replicate() and autograd keeps that gathered
+    tensor (torchtitan's TP plan), where Megatron keeps the shard and all-gathers again in
+    backward (Korthikanti et al. 2022 §4.2.2). One input per listed block, (1 - 1/tp) of the
+    tokens more."""
+    if not (b.tp_saves_gathered_inputs and tp > 1):
+        return saved
+    extra = (1 - 1 / tp) * tokens * hidden * e
+    return {k: v + extra if k in blocks else v for k, v in saved.items()}

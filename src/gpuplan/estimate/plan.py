@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.estimate.efficiency import Efficiency
+from gpuplan.estimate.efficiency import Efficiency, auto_retime
 from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.memory import TrainConfig, train_memory
 from gpuplan.estimate.plan_defaults import (
@@ -35,6 +35,7 @@ from gpuplan.estimate.train_result import TrainResult, estimate_train
 from gpuplan.estimate.training import step_time
 from gpuplan.specs.cluster import default_cluster
 from gpuplan.specs.device import Device
+from gpuplan.specs.framework import resolve_framework
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.serving import ServeConfig
 
@@ -60,12 +61,18 @@ def train_tokens(m: ModelSpec, tokens: float | None) -> float:
 
 def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs,
                price: dict[str, Any], eff: Efficiency | None = None,
-               framework: dict[str, Any] | None = None) -> TrainResult:
+               framework: dict[str, Any] | None = None, auto: bool = False) -> TrainResult:
     """The best searched layout of `inp.gpus` x `d`, timed and costed (at `price`, `train`'s
-    rate and source) as `gpuplan train` does; the base job (not fitting) when none fits."""
+    rate and source) as `gpuplan train` does; the base job (not fitting) when none fits.
+    `auto`: no stack named, so each layout is timed as the stack it implies runs it
+    (efficiency.auto_retime), as `gpuplan train` does for that layout."""
     cluster = default_cluster(d, inp.gpus)
-    res = search(m, cluster, base, top=1, efficiency=eff)
+    retime = auto_retime(d, base) if auto else None
+    res = search(m, cluster, base, top=1, efficiency=eff, retime=retime)
     cfg = res.ranked[0][0] if res.ranked else replace(base, dp=inp.gpus)
+    if retime is not None:
+        cfg, eff = retime(cfg)
+        framework = resolve_framework(None, cfg).describe()
     out = estimate_train(m, cluster, cfg, train_tokens(m, inp.tokens),
                          price["usd_per_gpu_hour"], efficiency=eff, price=price)
     if framework is not None:
@@ -227,8 +234,8 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
                devices: list[Device], price: Price, names: tuple[str, str],
                train_price: dict[str, Any],
                serve_price: tuple[float | None, str | None] = (None, None),
-               train_eff: tuple[Efficiency | None, dict[str, Any] | None] = (None, None)
-               ) -> dict[str, Any]:
+               train_eff: tuple[Efficiency | None, dict[str, Any] | None] = (None, None),
+               train_auto: bool = False) -> dict[str, Any]:
     """The JSON of `gpuplan plan`; `names` = (model, device) as the user typed them, for the
     `commands` that re-run train and serve on the plan's choices; `train_price` = the rate
     `gpuplan train` costs the run at; `price` the options' rate per device."""
@@ -241,7 +248,7 @@ def build_plan(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs, goal
     rows = options(m, devices, base, inp, price, goal)
     advice: list[str] = []
     if goal in ("train", "both"):
-        tr = plan_train(m, d, base, inp, train_price, *train_eff)
+        tr = plan_train(m, d, base, inp, train_price, *train_eff, auto=train_auto)
         out["train"] = tr.to_json()
         cmds["train"] = head.format("train") + " ".join(train_args(tr, inp.gpus,
                                                                     train_tokens(m, inp.tokens)))

@@ -12,8 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.efficiency_gemm import output_elements
 from gpuplan.ops.op import MATMUL_KINDS, Op, OpList
 from gpuplan.specs.device import Device
+from gpuplan.units import DTYPE_BYTES
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,16 @@ def vector_peak(device: Device) -> float:
     return device.peak("fp32") or device.matmul_peak("bf16")
 
 
+def epilogue_time(op: Op, bw: float, eff: Efficiency) -> float:
+    """Seconds one GEMM spends writing its M x N output after its math (at least 16-bit:
+    fp8 GEMMs write bf16; estimate/efficiency_gemm.py)."""
+    n = output_elements(op.shape)
+    if not n:
+        return 0.0
+    nbytes = n * max(2, DTYPE_BYTES.get(op.dtype, 2))
+    return nbytes / (bw * eff.memory(nbytes))
+
+
 def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     if op.kind in MATMUL_KINDS:
         peak = eff.measured.get(op.dtype) or device.matmul_peak(op.dtype)
@@ -87,6 +99,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     mem_share = 1.0 if "memory" in eff.measured else eff.memory(op.bytes)
     compute = op.executed_flops / (peak * share) if op.executed_flops else 0.0
     memory = op.bytes / (bw * mem_share) if op.bytes else 0.0
+    if eff.gemm_epilogue and op.kind == "matmul" and op.dtype not in eff.measured:
+        compute += epilogue_time(op, bw, eff)
     return OpTime(op, compute * op.count, memory * op.count,
                   op.kernels * op.count * eff.kernel_overhead_s, peak)
 

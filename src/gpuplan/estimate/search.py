@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from gpuplan.estimate.comm import collective_time
-from gpuplan.estimate.efficiency import Efficiency, training_efficiency
+from gpuplan.estimate.efficiency import Efficiency, Retime, training_efficiency
 from gpuplan.estimate.memory import (
     Layout,
     MemoryProfile,
     StageFacts,
     memory_profile,
+    not_out_of_memory,
     saved_per_block,
     stage_facts,
     stage_memory,
@@ -35,14 +36,17 @@ from gpuplan.estimate.memory import (
 )
 from gpuplan.estimate.partition import Stage, stages
 from gpuplan.estimate.step import (
+    contention_weight,
     cp_comm,
     dp_comm,
     optimizer_time,
+    overlap_slowdown,
     pipeline_time,
     pp_comm,
     stage_comm,
     stage_compute,
-    tp_all_reduces_per_layer,
+    tp_exposed_calls,
+    tp_hidden_per_layer,
     zero3_prefetch_share,
 )
 from gpuplan.estimate.training import (
@@ -51,6 +55,7 @@ from gpuplan.estimate.training import (
     GroupComm,
     StepResult,
     dp_collectives,
+    dp_local,
     full_recompute_derivable,
     group_comm,
     pp_local,
@@ -61,6 +66,7 @@ from gpuplan.estimate.training import (
 from gpuplan.ops.impl import train_impl
 from gpuplan.ops.transformer import build_training
 from gpuplan.specs.cluster import Cluster
+from gpuplan.specs.memory_behaviour import MEMORY_BAND
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import Recompute, TrainConfig
 
@@ -148,7 +154,7 @@ def _group(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
             done[key] = (prof, mem)
     return _Group(cfg, prof, mem,
                   group_comm(m, cfg, impl, cluster.gpus_per_node, _plain(cluster),
-                             eff.tp_comm_overlap))
+                             eff.tp_overlap(cfg.sp, cfg.tp)))
 
 
 def _plain(cluster: Cluster, memo: dict[tuple[object, ...], float] | None = None) -> Coll:
@@ -192,7 +198,7 @@ def _groups(m: ModelSpec, cluster: Cluster, base: TrainConfig, gb: int, eff: Eff
     return out
 
 
-def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
+def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
           tables: dict[tuple[int, int, int], _StageTable],
           memo: dict[tuple[object, ...], float]) -> dict[str, Any]:
     """Per-(group, pp) scalars: the slowest stage's micro-batch, collectives by ZeRO stage,
@@ -204,7 +210,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
         tab = tables[(g.tp, pp, g.ep)] = _stage_table(m, g.tp, pp, g.ep)
     compute = stage_compute(grp.prof.block_t, tab.layers, tab.sliding, tab.dense, tab.moe,
                             tab.emb, tab.head)
-    comm = stage_comm(tab.layers, tab.moe, tp_all_reduces_per_layer(g.recompute),
+    comm = stage_comm(tab.layers, tab.moe, tp_exposed_calls(g.recompute, eff.tp_backward_overlap),
                       grp.comm.tp_ar, grp.comm.a2a)
     i = int(np.argmax(compute + comm))
     coll = _plain(cluster, memo)
@@ -217,6 +223,11 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int,
          "layers": float(tab.layers[i]), "pp": float(pp), "dp": float(dp),
          "group": float(dp * g.cp), "n_micro": float((g.global_batch or 0) // (g.micro_batch * dp)),
          "cp_layer": grp.comm.cp_layer, "attn_core": grp.prof.attn_core,
+         "dp_w": float(contention_weight(dp * g.cp, dp_local(g.tp, g.cp, gpn), cluster)),
+         "cp_w": float(contention_weight(g.cp, max(1, gpn // g.tp), cluster)),
+         "pp_w": float(contention_weight(2, pp_local(g.tp, dp, g.cp, gpn), cluster)),
+         "tp_hidden": float(tab.layers[i]) * tp_hidden_per_layer(
+             g.recompute, grp.comm.tp_ar, grp.comm.tp_hidden, eff.tp_backward_overlap),
          "t_p2p": coll("", "send_recv", grp.comm.act_bytes, 2, pp_local(g.tp, dp, g.cp, gpn))
          if pp > 1 else 0.0, "ar": ar, "rs": rs, "ag": ag, "rs3": rs3, "ag3": ag3}
     for name, st in (("first", tab.first), ("last", tab.last)):
@@ -232,10 +243,12 @@ _FACTS = ("index", "params", "matrix_params", "saved_bytes", "peak", "layer_para
 
 def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "throughput",
            top: int = 10, efficiency: Efficiency | None = None,
-           micro_batches: tuple[int, ...] = MICRO_BATCHES) -> SearchResult:
+           micro_batches: tuple[int, ...] = MICRO_BATCHES,
+           retime: Retime | None = None) -> SearchResult:
     """Rank every valid layout of `cluster.gpus` GPUs for `base`'s model, sequence length,
     precision and global batch by tokens/s (or by cost, which ranks the same on a fixed GPU
-    count: reported for both)."""
+    count: reported for both). `retime`: the best candidates are re-timed as the stack their
+    layout implies runs them (efficiency.auto_retime), as `train` would time them."""
     t0 = time.perf_counter()
     eff = efficiency or training_efficiency(cluster.device)
     gb = base.global_batch or cluster.gpus * base.micro_batch
@@ -243,7 +256,7 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
     memo: dict[tuple[object, ...], float] = {}
     cases: list[tuple[_Group, dict[str, Any]]] = []
     for grp, pps in _groups(m, cluster, base, gb, eff, micro_batches):
-        cases.extend((grp, _case(m, cluster, grp, pp, tables, memo)) for pp in pps)
+        cases.extend((grp, _case(m, cluster, grp, pp, eff, tables, memo)) for pp in pps)
     z, v, off, k = [], [], [], []
     for i, (_, c) in enumerate(cases):
         pp = int(c["pp"])
@@ -258,7 +271,9 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
                         k.append(i)
     t, mem = evaluate(m, cluster, base, cases, np.array(z), np.array(v), np.array(off),
                       np.array(k), eff)
-    fits = mem <= cluster.device.capacity_bytes
+    # not declared out of memory: fits, or tight (within the model's band; each top row's
+    # memory_verdict says which)
+    fits = not_out_of_memory(mem, cluster.device.capacity_bytes, MEMORY_BAND)
     order = np.argsort(np.where(fits, t, np.inf), kind="stable")
     candidates = []
     for j in order[: max(top * 3, top)]:
@@ -269,7 +284,9 @@ def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "
                                    virtual_stages=int(v[j]), offload_optimizer=bool(off[j])),
                            (float(t[j]), float(mem[j]))))
     elapsed = time.perf_counter() - t0
-    timed = [(cfg, step_time(m, cluster, cfg, eff), fast) for cfg, fast in candidates]
+    as_run = [(*(retime(cfg) if retime else (cfg, eff)), fast) for cfg, fast in candidates]
+    timed = [(cfg, step_time(m, cluster, cfg, e), fast) for cfg, e, fast in as_run]
+    timed = [t for t in timed if t[1].fits]
     timed.sort(key=lambda r: r[1].step_time_s or float("inf"))
     timed = timed[:top]
     return SearchResult(len(z), int(fits.sum()), elapsed, [(c, s) for c, s, _ in timed],
@@ -284,17 +301,23 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     x = {name: np.array([c[name] for _, c in cases])[k] for name in cases[0][1]}
     pp, n_micro = x["pp"], x["n_micro"]
     pipeline = pipeline_time(n_micro, x["t_mb"], pp, v)
-    _, cp_exp = cp_comm(x["cp_layer"], x["attn_core"], x["layers"], n_micro, True)
-    _, pp_exp = pp_comm(x["t_p2p"], pp, n_micro, v, True)
+    cp_tot, cp_exp = cp_comm(x["cp_layer"], x["attn_core"], x["layers"], n_micro, True)
+    pp_tot, pp_exp = pp_comm(x["t_p2p"], pp, n_micro, v, True)
     fwd = x["compute_mb"] * x["fwd_share"]
-    _, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
+    dp_tot, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
                         x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True,
                         eff.param_gather_overlap,
                         zero3_prefetch_share(eff, x["params"], x["layers"]))
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)
-    t = pipeline + cp_exp + pp_exp + dp_exp + t_opt
+    def hid(total: np.ndarray, exposed: np.ndarray) -> np.ndarray:
+        return np.asarray(np.maximum(0.0, total - exposed))  # as training.contended_hidden
+
+    hidden = (hid(cp_tot, cp_exp) * x["cp_w"] + hid(pp_tot, pp_exp) * x["pp_w"]
+              + hid(dp_tot, dp_exp) * x["dp_w"] + x["tp_hidden"] * n_micro)
+    t = pipeline + cp_exp + pp_exp + dp_exp + t_opt + overlap_slowdown(hidden,
+                                                                       eff.overlap_slowdown)
     lay = Layout(z, x["group"], off, x["dp"], pp, v, n_micro)
     mem = np.zeros(len(z))
     for name in ("first", "last"):
@@ -312,7 +335,8 @@ def result_json(r: SearchResult) -> dict[str, Any]:
                      "sequence_parallel": cfg.sp, "offload_optimizer": cfg.offload_optimizer,
                      "step_time_s": s.step_time_s,
                      "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
-                     "memory_bytes": s.memory.total_bytes, "dominant": s.dominant,
+                     "memory_bytes": s.memory.total_bytes,
+                     "memory_verdict": s.memory.verdict, "dominant": s.dominant,
                      "breakdown_s": s.breakdown, "why": why(cfg, s)})
     return {"evaluated": r.evaluated, "fitting": r.fitting, "search_s": r.seconds,
             "layouts_per_s": r.layouts_per_s, "objective": r.objective, "top": rows}

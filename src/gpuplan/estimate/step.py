@@ -23,6 +23,14 @@ OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit
 """Bytes an optimizer step reads and writes per local parameter (AdamW, mixed precision: read
 fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
 
+UNFUSED_OPTIMIZER_BYTES_PER_PARAM = {"adamw": 88.0, "adam": 80.0}
+"""Bytes per local parameter of an unfused AdamW step, one memory pass per tensor op on fp32
+params, grads and moments, as Composer's DecoupledAdamW.adamw runs it (mosaicml/composer
+composer/optim/decoupled_weight_decay.py): param.mul_ (8), exp_avg.mul_ (8) and .add_ (12),
+exp_avg_sq.mul_ (8) and .addcmul_ (12), sqrt, div, add_ (3 x 8), param.addcdiv_ (16) = 88
+(Adam without the decoupled decay: 80; torch.optim.AdamW's foreach path fuses the first-moment
+update into one lerp_, 80). Optimizers not listed keep the fused figure."""
+
 HOST_BYTES_PER_S_PER_GPU = 25e9
 """Host memory bandwidth one GPU's CPU optimizer can use (a 2-socket server's ~200-300 GB/s
 shared by 8 GPUs; assumption)."""
@@ -49,6 +57,23 @@ def stage_comm(layers: Array, moe: Array, ar_per_layer: int, tp_ar: float,
 def tp_all_reduces_per_layer(recompute: str) -> int:
     """Attention and MLP: one each forward, backward, and recomputed forward."""
     return 2 * (3 if recompute == "full" else 2)
+
+
+def tp_hidden_per_layer(recompute: str, tp_ar: float, tp_hidden: float,
+                        backward_overlap: bool) -> float:
+    """Seconds of TP collectives per layer and micro-batch hidden behind GEMMs: each call's
+    overlapped share (`tp_hidden`), and with `backward_overlap` the two backward input-gradient
+    collectives (attention and MLP) whole, launched asynchronously beside the weight-gradient
+    GEMMs (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication,
+    --async-tensor-model-parallel-allreduce, default on)."""
+    calls = tp_all_reduces_per_layer(recompute)
+    bwd = 2 if backward_overlap else 0
+    return (calls - bwd) * tp_hidden + bwd * (tp_ar + tp_hidden)
+
+
+def tp_exposed_calls(recompute: str, backward_overlap: bool) -> int:
+    """TP collectives per layer on the critical path (tp_hidden_per_layer)."""
+    return tp_all_reduces_per_layer(recompute) - (2 if backward_overlap else 0)
 
 
 def pipeline_time(n_micro: Array, t_mb: Array, pp: Array, v: Array) -> Array:
@@ -101,6 +126,24 @@ def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, f
     return total, exposed
 
 
+def overlap_slowdown(hidden_s: Array, slowdown: float) -> Array:
+    """Extra seconds of compute that runs alongside hidden communication: NCCL kernels hold
+    SMs (one thread block per channel) and HBM bandwidth while they run, so overlapped
+    compute slows by `slowdown` for as long as the hidden collectives run (Lee et al. 2025,
+    arXiv:2507.03114: 18.9% average compute slowdown under overlap on A100/H100)."""
+    return slowdown * hidden_s
+
+
+def contention_weight(group: Array, local: Array, cluster: Cluster) -> Array:
+    """Share of the measured overlap slowdown (overlap_slowdown) a hidden collective causes:
+    1 when its group sits in one node, at the scale-up rate Lee et al. measured at; a group
+    spanning nodes moves data at the network's rate, so its kernels hold SMs and HBM
+    bandwidth scale_out/scale_up as hard (NCCL's load on the GPU scales with the bytes per
+    second it moves)."""
+    ratio = min(1.0, cluster.scale_out.bw_bytes_per_s / cluster.scale_up.bw_bytes_per_s)
+    return np.where(np.asarray(group) <= np.asarray(local), 1.0, ratio)
+
+
 def offload_step_time(local_params: Array, bpp: dict[str, float], cluster: Cluster) -> Array:
     """ZeRO-Offload (Ren et al. 2021): gradients to the host and updated weights back over
     PCIe, the Adam step on the CPU (fp32 master and moments: 28 bytes moved per parameter)."""
@@ -129,9 +172,13 @@ def zero3_prefetch_share(eff: Efficiency, params: Array, layers: Array) -> Array
 
 def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
                    bpp: dict[str, float], cluster: Cluster, eff: Efficiency) -> Array:
-    """A memory-bound pass over the local parameter shard, or the offloaded CPU step."""
+    """A memory-bound pass over the local parameter shard (one pass when the framework's
+    optimizer is fused, one per arithmetic op when not), or the offloaded CPU step."""
     local = params / shard
-    opt_bytes = local * OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    per_param = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    if not eff.fused_optimizer:
+        per_param = UNFUSED_OPTIMIZER_BYTES_PER_PARAM.get(optimizer, per_param)
+    opt_bytes = local * per_param
     on_gpu = opt_bytes / (cluster.device.mem_bw_bytes_per_s * memory_efficiency(eff, opt_bytes))
     if np.ndim(offload) == 0:
         return offload_step_time(local, bpp, cluster) if offload else on_gpu

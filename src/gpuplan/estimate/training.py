@@ -48,14 +48,17 @@ from gpuplan.estimate.step import (
 )
 from gpuplan.estimate.step import (
     bubble_fraction,
+    contention_weight,
     cp_comm,
     dp_comm,
     optimizer_time,
+    overlap_slowdown,
     pipeline_time,
     pp_comm,
     stage_comm,
     stage_compute,
-    tp_all_reduces_per_layer,
+    tp_exposed_calls,
+    tp_hidden_per_layer,
     zero3_prefetch_share,
 )
 from gpuplan.estimate.step import offload_step_time as offload_step_time
@@ -117,8 +120,9 @@ class StepResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "fits": self.fits, "gpus": self.gpus, "global_batch": self.global_batch,
-            "micro_batches": self.micro_batches, "tokens_per_step": self.tokens_per_step,
+            "fits": self.fits, "memory_verdict": self.memory.verdict, "gpus": self.gpus,
+            "global_batch": self.global_batch, "micro_batches": self.micro_batches,
+            "tokens_per_step": self.tokens_per_step,
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
             "model_flops_per_s_per_gpu": self.model_flops_per_s_per_gpu, "mfu": self.mfu,
             "hfu": self.hfu, "comm_time_s": self.comm_time_s,
@@ -227,6 +231,9 @@ class GroupComm:
     """Per-call times of the collectives that depend on the (tp, cp, ep, micro-batch) group."""
 
     tp_ar: float
+    """exposed seconds of one TP collective"""
+    tp_hidden: float
+    """seconds of one TP collective hidden behind GEMMs (overlap)"""
     a2a: float
     cp_layer: float
     act_bytes: float
@@ -239,8 +246,8 @@ def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll,
     e = DTYPE_BYTES[cfg.compute_dtype]
     t_tok = cfg.micro_batch * loc.seq
     act_bytes = t_tok * m.hidden_size * e
-    tp_ar = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
-                  min(cfg.tp, gpn)) * (1 - tp_overlap) if cfg.tp > 1 else 0.0)
+    tp_full = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
+                    min(cfg.tp, gpn)) if cfg.tp > 1 else 0.0)
     ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.tp)))
     a2a = (coll("expert parallel dispatch/combine", "all_to_all",
                 t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
@@ -252,7 +259,7 @@ def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll,
         cp_layer = (coll("context parallel K/V, per layer", "all_gather", kv, cfg.cp, cp_local)
                     + coll("context parallel dK/dV, per layer", "reduce_scatter", kv, cfg.cp,
                            cp_local))
-    return GroupComm(tp_ar, a2a, cp_layer, act_bytes)
+    return GroupComm(tp_full * (1 - tp_overlap), tp_full * tp_overlap, a2a, cp_layer, act_bytes)
 
 
 def pp_local(tp: int, dp: int, cp: int, gpn: int) -> int:
@@ -286,6 +293,21 @@ def dp_collectives(z: int, dp: int, cp: int, tp: int, shard_group: int, bpp: dic
     return 0.0, 0.0, 0.0, rs, ag
 
 
+def contended_hidden(cfg: TrainConfig, cluster: Cluster, cp: float, pp: float, dp: float,
+                     tp: float) -> float:
+    """Hidden (overlapped) communication seconds, each weighted by how hard its link loads
+    the GPU (estimate.step.contention_weight): CP, PP and DP groups that span nodes less.
+    A term whose exposed part exceeds its total (PP fill and drain with fewer micro-batches
+    than stages) hides nothing."""
+    gpn = cluster.gpus_per_node
+    cp, pp, dp = max(0.0, cp), max(0.0, pp), max(0.0, dp)
+    dp_group = cfg.shard_group if cfg.zero_stage == 3 else cfg.dp * cfg.cp
+    return float(cp * contention_weight(cfg.cp, max(1, gpn // cfg.tp), cluster)
+                 + pp * contention_weight(2, pp_local(cfg.tp, cfg.dp, cfg.cp, gpn), cluster)
+                 + dp * contention_weight(dp_group, dp_local(cfg.tp, cfg.cp, gpn), cluster)
+                 + tp)
+
+
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
     """Time one optimizer step of `cfg` on `cluster` (see the module docstring): the sum of
@@ -314,8 +336,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                       "busbw_bytes_per_s": ct.busbw_bytes_per_s, "link": ct.link})
         return ct.time_s
 
-    gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_comm_overlap)
-    ar_layer = tp_all_reduces_per_layer(cfg.recompute)
+    gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_overlap(cfg.sp, cfg.tp))
+    ar_layer = tp_exposed_calls(cfg.recompute, eff.tp_backward_overlap)
     sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
     compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
                              st.moe_layers, float(st.has_embedding), float(st.has_head))
@@ -351,14 +373,20 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
                                  state_bytes_per_param(cfg), cluster, eff))
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
-    res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt
+    tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(
+        cfg.recompute, gc.tp_ar, gc.tp_hidden, eff.tp_backward_overlap)
+    slow = float(overlap_slowdown(contended_hidden(
+        cfg, cluster, cp_total - cp_exposed, pp_total - pp_exposed, dp_total - dp_exposed,
+        tp_hidden), eff.overlap_slowdown))
+    res.step_time_s = pipeline + cp_exposed + pp_exposed + dp_exposed + t_opt + slow
     res.bubble_fraction = float(bubble_fraction(n_micro, pp, v))
-    res.comm_time_s = tp_total + ep_total + cp_total + pp_total + dp_total
+    res.comm_time_s = tp_total + tp_hidden + ep_total + cp_total + pp_total + dp_total
     res.comm_exposed_s = tp_total + ep_total + cp_exposed + pp_exposed + dp_exposed
     res.breakdown = {
         "compute": compute_mb * n_micro, "pipeline_bubble": pipeline - t_mb * n_micro,
         "tp_comm": tp_total, "ep_comm": ep_total, "cp_comm_exposed": float(cp_exposed),
         "pp_comm_exposed": float(pp_exposed), "dp_comm_exposed": dp_exposed, "optimizer": t_opt,
+        "overlap_slowdown": slow,
     }
     res.dominant = max(res.breakdown, key=lambda k: res.breakdown[k])
     # the op list is one GPU's TP/CP shard of every layer for one micro-batch
@@ -389,7 +417,7 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
                     "gathers overlap each micro-batch as far as the prefetch reaches; CP "
                     "overlaps attention; ZeRO-1/2 parameter gather "
                     f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
-                    f"TP collectives {eff.tp_comm_overlap:.0%} hidden; EP exposed")
+                    f"TP collectives {eff.tp_overlap(cfg.sp, cfg.tp):.0%} hidden; EP exposed")
                    if overlap else "none: every collective exposed",
         "links": {"scale_up": cluster.scale_up.model_dump(),
                   "scale_out": cluster.scale_out.model_dump()},

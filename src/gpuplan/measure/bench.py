@@ -11,7 +11,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 
-SECTIONS = ("matmul", "memory", "launch", "fusion", "attention", "collectives")
+SECTIONS = ("matmul", "memory", "launch", "fusion", "attention", "collectives", "decode")
 DEFAULT_SECTIONS = ("matmul", "memory", "launch", "fusion", "attention")
 
 Progress = Callable[[str], None]
@@ -29,6 +29,10 @@ def parse_only(text: str | None, nproc: int | None) -> tuple[str, ...]:
     if nproc is not None and "collectives" not in parts:
         raise GpuplanError(f"--nproc: cannot be used with --only {text!r} (it sets the "
                            "processes of the collectives section; add collectives to --only)")
+    if "decode" in parts:  # its prediction uses the profile measured in the same run
+        from gpuplan.measure.decode_check import DECODE_NEEDS
+
+        parts += DECODE_NEEDS
     return tuple(s for s in SECTIONS if s in parts)
 
 
@@ -136,6 +140,13 @@ def run_bench(device: str, quick: bool, sections: tuple[str, ...], nproc: int | 
         if progress:
             progress("collectives")
         r.update(_collectives(coll, device, quick, nproc, force, budget))
+        step()
+    if "decode" in sections:
+        from gpuplan.measure.decode_check import decode_check
+
+        if progress:
+            progress("decode: transformers model, measured vs predicted")
+        r["decode"] = decode_check(device, quick, r)
         step()
     ident["load_average_end"] = _load()
     r["unstable"] = unstable_measurements(r)

@@ -1,6 +1,12 @@
 """Measured decode on the machine at hand: a ~100M-parameter Llama-style decoder built from a
 `transformers` config (random weights, nothing downloaded), a prompt prefilled, then tokens
-decoded one at a time against its KV cache (greedy), each step timed with a device sync."""
+decoded one at a time against its KV cache (greedy), each step timed with a device sync.
+
+Also measured: the ops one eager decode step really dispatches (counted with a
+TorchDispatchMode on the same Hugging Face code) and the host cost of each (a decode step of
+the same architecture shrunk to widths where the arithmetic is negligible, divided by its op
+count): the per-op price of eager Hugging Face / PyTorch on this machine, which the serving
+model's eager execution mode charges (estimate/latency.py)."""
 
 from __future__ import annotations
 
@@ -17,41 +23,111 @@ DECODER_CONFIG: dict[str, Any] = {
 }
 """About 104M parameters: Llama architecture (GQA 12/4 heads, SwiGLU), Llama-2 vocabulary
 halved. Random weights: speed does not depend on their values."""
+OVERHEAD_CONFIG: dict[str, Any] = {**DECODER_CONFIG, "vocab_size": 256, "hidden_size": 48,
+                                   "intermediate_size": 64}
+"""The same architecture (layers, heads, GQA, SwiGLU, RoPE, cache) at widths where a step's
+arithmetic takes microseconds: its step time is the framework's per-op cost."""
+
+
+def _model(config: dict[str, Any], device: str, dtype: str, seed: int) -> Any:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    cfg = LlamaConfig(**{k: v for k, v in config.items()
+                         if k not in ("model_type", "architectures")})
+    return LlamaForCausalLM(cfg).to(device=device, dtype=tdt).eval()  # type: ignore[call-arg]
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _prefill(model: Any, ids: Any) -> tuple[Any, Any]:
+    out = model(input_ids=ids, use_cache=True)
+    return out.logits[:, -1].argmax(-1, keepdim=True), out.past_key_values
+
+
+def _step(model: Any, nxt: Any, past: Any) -> tuple[Any, Any]:
+    out = model(input_ids=nxt, past_key_values=past, use_cache=True)
+    return out.logits[:, -1].argmax(-1, keepdim=True), out.past_key_values
+
+
+def count_step_ops(device: str = "cpu", dtype: str = "fp32", prompt: int = 16,
+                   config: dict[str, Any] | None = None) -> int:
+    """ATen ops one decode step dispatches (views and copies included: each pays dispatch)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    cfg = config or OVERHEAD_CONFIG
+    model = _model(cfg, device, dtype, 0)
+    ids = torch.randint(0, cfg["vocab_size"], (1, prompt), device=device)
+    with torch.inference_mode():
+        nxt, past = _prefill(model, ids)
+        _step(model, nxt, past)  # the cache's first growth allocates; count a steady step
+        nxt, past = _prefill(model, ids)
+        with _Count() as c:
+            _step(model, nxt, past)
+    return c.n
+
+
+def eager_op_overhead(device: str = "cpu", dtype: str = "fp32", steps: int = 40,
+                      repeats: int = 5) -> dict[str, Any]:
+    """Seconds per dispatched op of an eager Hugging Face decode step (OVERHEAD_CONFIG)."""
+    import torch
+
+    model = _model(OVERHEAD_CONFIG, device, dtype, 0)
+    ops = count_step_ops(device, dtype)
+    ids = torch.randint(0, OVERHEAD_CONFIG["vocab_size"], (1, 16), device=device)
+    per_step = []
+    with torch.inference_mode():
+        for _ in range(repeats):
+            nxt, past = _prefill(model, ids)
+            _sync(device)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                nxt, past = _step(model, nxt, past)
+            _sync(device)
+            per_step.append((time.perf_counter() - t0) / steps)
+    step = statistics.median(per_step)
+    return {"time_s": step / ops, "step_s": step, "ops_per_step": ops,
+            "what": "eager Hugging Face Llama decode step at widths 48/64 (arithmetic "
+                    "negligible) / ATen ops it dispatches"}
 
 
 def measure_decode(device: str = "cpu", prompt: int = 128, output: int = 64, batch: int = 1,
                    dtype: str = "fp32", repeats: int = 3, seed: int = 0) -> dict[str, Any]:
     """Median TTFT (prefill + first token) and TPOT (mean later step) over `repeats` runs."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(seed)
-    tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    cfg = LlamaConfig(**{k: v for k, v in DECODER_CONFIG.items()
-                         if k not in ("model_type", "architectures")})
-    model = LlamaForCausalLM(cfg).to(device=device, dtype=tdt).eval()  # type: ignore[call-arg]
+    model = _model(DECODER_CONFIG, device, dtype, seed)
     params = sum(p.numel() for p in model.parameters())
-    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device=device)
-
-    def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
+    ids = torch.randint(0, DECODER_CONFIG["vocab_size"], (batch, prompt), device=device)
 
     def run(n_out: int, ids: Any) -> tuple[float, list[float]]:
         with torch.inference_mode():
-            sync()
+            _sync(device)
             t0 = time.perf_counter()
-            out = model(input_ids=ids, use_cache=True)
-            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-            sync()
+            nxt, past = _prefill(model, ids)
+            _sync(device)
             ttft = time.perf_counter() - t0
-            past, steps = out.past_key_values, []
+            steps = []
             for _ in range(n_out - 1):
                 t0 = time.perf_counter()
-                out = model(input_ids=nxt, past_key_values=past, use_cache=True)
-                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-                past = out.past_key_values
-                sync()
+                nxt, past = _step(model, nxt, past)
+                _sync(device)
                 steps.append(time.perf_counter() - t0)
         return ttft, steps
 

@@ -51,6 +51,8 @@ class Ctx:
            kernels: int = 1, skips_masked: bool = False, dtype: str | None = None,
            backward: bool = False, fused_bytes: tuple[float, float] | None = None) -> None:
         phase: Phase = "backward" if backward else self.phase
+        if kind == "attention" and self.train and self.dtype == "fp8" and dtype is None:
+            dtype = "bf16"  # Transformer Engine's FP8 recipes keep attention in 16 bits
         op = Op(
             name=f"{self.prefix}{name}{'.grad' if backward and not name.endswith('grad') else ''}",
             kind=kind, flops=flops,
@@ -82,12 +84,27 @@ def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
     rows = m if saved_rows is None else saved_rows
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
          saved=rows * k * e if saves_input else 0.0, shape=shape)
+    if c.train and c.dtype == "fp8":
+        fp8_casts(c, name, m * k + wk * n, m * n)
     if c.train:
         c.op(f"{name}.dgrad", "matmul", 2 * m * k * n, m * n * e + weights, m * k * e,
              shape=f"{int(m)}x{n} @ {n}x{k}", backward=True)
         c.op(f"{name}.wgrad", "matmul", 2 * m * k * n, m * k * e + m * n * e,
              wk * n * c.grad_bytes + (n * c.grad_bytes if bias else 0),
              shape=f"{k}x{int(m)} @ {int(m)}x{n}", backward=True)
+
+
+def fp8_casts(c: Ctx, name: str, fwd_elems: float, bwd_elems: float) -> None:
+    """FP8 training (Transformer Engine, delayed scaling): before each FP8 GEMM its 16-bit
+    input and weight are cast to FP8 with their amax recorded, and, as Hopper's FP8 GEMMs
+    take only the TN layout, also written transposed for the backward GEMMs (one fused
+    cast-transpose kernel: read 16 bits, write 8 + 8); the backward casts the output gradient
+    the same way (TE docs "Using FP8 with Transformer Engine"; transformer_engine
+    cast_transpose). Memory-bound work that FP8 does not make faster."""
+    c.op(f"{name}.fp8_cast", "copy", fwd_elems, fwd_elems * c.e, 2 * fwd_elems, kernels=2,
+         shape=f"{int(fwd_elems)}")
+    c.op(f"{name}.fp8_cast", "copy", bwd_elems, bwd_elems * c.e, 2 * bwd_elems,
+         shape=f"{int(bwd_elems)}", backward=True)
 
 
 def elementwise(c: Ctx, name: str, elems: float, reads: float, saved: float = 0.0,

@@ -109,4 +109,6 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
                 dtype=cfg.compute_dtype,
                 matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
                 sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
-                training_kv_cache=cfg.training_kv_cache)
+                training_kv_cache=cfg.training_kv_cache
+                if cfg.behaviour.training_kv_cache is None
+                else cfg.behaviour.training_kv_cache)

@@ -20,7 +20,9 @@ def render_memory(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | N
     """The table of `gpuplan memory` (and its fix chain) from its JSON object."""
     total, cap = r["total_bytes"], r["capacity_bytes"]
     verdict = "FITS" if r["fits"] else "DOES NOT FIT"
-    if r["fits"] and not r["fits_with_margin"]:
+    if r.get("memory_verdict") == "tight":
+        verdict = f"TIGHT, {r['verdict_note']}"
+    elif r["fits"] and not r["fits_with_margin"]:
         verdict = f"FITS, TIGHT (less than the {r['safety_margin']:.0%} safety margin left)"
     t = table(f"{r['model']} {r['mode']} on {r['device']}: {verdict} "
               f"({total / cap:.0%} of {units.format_bytes(cap)}, margin "
@@ -71,8 +73,9 @@ def render_memory(con: Console, r: dict[str, Any], fix: list[dict[str, Any]] | N
         ft = table("fix chain (each step keeps the previous ones)",
                    [("#", "right"), ("change", "left"), ("total after", "right"),
                     ("fits", "left"), ("cost", "left")],
-                   caption="fits: total <= capacity; tight: it fits, but with less than the "
-                           "safety margin left free")
+                   caption="fits: not declared out of memory; tight: within the memory "
+                           "model's error band of capacity (training) or with less than the "
+                           "safety margin left free (inference)")
         for i, s in enumerate(fix, 1):
             fits = "yes" if s["fits"] else "no"
             if s["fits"] and s.get("fits_with_margin") is False:

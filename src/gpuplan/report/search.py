@@ -25,7 +25,8 @@ def render_search(con: Console, r: dict[str, Any], title: str) -> None:
               caption="dp/tp/pp/cp/ep = data, tensor, pipeline, context, expert parallel "
                       "degrees; v = virtual pipeline stages per GPU; Z = ZeRO stage; rc = "
                       "activation recompute (- none, sel selective, full); mb = micro-batch; "
-                      f"tok/s = tokens per second; {mu} = memory per GPU; why = the step's "
+                      f"tok/s = tokens per second; {mu} = memory per GPU (* tight: within the "
+                      "memory model's error band of capacity); why = the step's "
                       "dominant term. Ranked by tokens/s (on a fixed GPU count also by cost per "
                       "token); step times are `gpuplan train`'s for the same layout.",
              )
@@ -34,5 +35,6 @@ def render_search(con: Console, r: dict[str, Any], title: str) -> None:
                   str(row["virtual_stages"]), str(row["cp"]), str(row["ep"]), str(row["zero"]),
                   _RECOMPUTE.get(row["recompute"], row["recompute"]), str(row["micro_batch"]),
                   num(row["step_time_s"], ss), f"{row['tokens_per_s']:,.0f}",
-                  f"{row['mfu']:.1%}", num(row["memory_bytes"], ms), row["why"])
+                  f"{row['mfu']:.1%}", num(row["memory_bytes"], ms)
+                  + ("*" if row.get("memory_verdict") == "tight" else ""), row["why"])
     con.print(t)

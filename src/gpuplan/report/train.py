@@ -20,8 +20,11 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
     title = (f"{r['model']} on {r['gpus']} x {r['device']} (dp {lay['dp']}, tp {lay['tp']}, pp "
              f"{lay['pp']}, cp {lay['cp']}, ep {lay['ep']}, ZeRO {lay['zero']}), micro-batch "
              f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
+    mem = r["memory"]
+    if mem.get("memory_verdict") == "tight":
+        con.print(f"TIGHT: {mem['verdict_note']}; try `gpuplan memory ... --fix` for a layout "
+                  "that fits beyond doubt.")
     if not r["fits"]:
-        mem = r["memory"]
         con.print(f"DOES NOT FIT: would need {units.format_bytes(mem['total_bytes'])}"
                   f" per GPU of {units.format_bytes(mem['capacity_bytes'])} usable; the speed "
                   f"below is what it would run at if it fit. Try `gpuplan memory ... --fix` or "

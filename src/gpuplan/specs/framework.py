@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Literal
 
 from gpuplan.errors import InputError, UnknownNameError
-from gpuplan.specs.memory_behaviour import behaviour_for
+from gpuplan.specs.memory_behaviour import INFER, behaviour_for
 from gpuplan.specs.workload import TrainConfig
 
 if sys.version_info >= (3, 11):
@@ -19,10 +19,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_FRAMEWORK = "hf"
-"""The profile used when none is named: plain eager PyTorch (Hugging Face Trainer), the most
-conservative guess for an unknown job; name megatron, fsdp, deepspeed or llm-foundry for the
-optimised stacks."""
+DEFAULT_FRAMEWORK = "auto"
+"""Used when no profile is named: the stack is inferred from the layout (`auto_framework`),
+because the layout says which stacks can run it: tensor, pipeline, sequence, context or expert
+parallelism -> megatron (Megatron-LM/Megatron-Core/NeMo are the stacks that run them); ZeRO-3
+or FSDP alone -> fsdp (PyTorch FSDP); ZeRO-1/2 alone -> deepspeed; plain data parallel -> hf
+(eager PyTorch DDP). The kernels the user states (`--fused`) are kept; the memory behaviour
+of a named stack is applied only when the user names it."""
 
 
 @dataclass(frozen=True)
@@ -45,23 +48,39 @@ class Framework:
     zero3_prefetch_params: float | None = None
     """ZeRO-3: parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); None =
     a whole block ahead (FSDP prefetch)"""
+    tp_comm_overlap_sp: float = 0.0
+    """share of TP collectives hidden behind GEMMs when sequence parallelism is on (Megatron-Core
+    --tp-comm-overlap: Transformer Engine userbuffers, which requires --sequence-parallel)"""
+    tp_backward_overlap: bool = False
+    """backward input-gradient TP collectives overlapped with the weight-gradient GEMMs
+    (Megatron-LM --async-tensor-model-parallel-allreduce, on by default)"""
+    fused_optimizer: bool = True
+    """the optimizer step is one fused kernel (apex/TE/DeepSpeed FusedAdam, torch fused=True)
+    rather than one pass per arithmetic op (torch foreach / for-loop, Composer)"""
+    chosen_by: str = ""
+    """how the profile was chosen when the user named none (auto_framework); '' = named"""
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
         fp32 gradients when the stack keeps them (Megatron main_grad); when the user named the
-        stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator)."""
+        stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator);
+        otherwise the one the layout implies (memory_behaviour.INFER)."""
         grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
-        mem = behaviour_for(self.name) if named else cfg.memory_behaviour
+        mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
         return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
                 "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
+                "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
+                "fused_optimizer": self.fused_optimizer,
+                "tp_backward_overlap": self.tp_backward_overlap,
                 "param_gather_overlap": self.param_gather_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
-                "source": f"{self.source} ({self.date})"}
+                "source": f"{self.source} ({self.date})",
+                "chosen": self.chosen_by or "named by the user"}
 
 
 _DIR = resources.files("gpuplan") / "catalog" / "frameworks"
@@ -71,14 +90,37 @@ def framework_names() -> list[str]:
     return sorted(p.name[:-5] for p in _DIR.iterdir() if p.name.endswith(".toml"))
 
 
+def auto_framework(cfg: TrainConfig) -> tuple[str, str]:
+    """(profile name, why) for a job whose stack is not named (DEFAULT_FRAMEWORK): what the
+    layout implies. Model parallelism (TP/PP/SP/CP/EP) -> megatron; ZeRO-3/FSDP -> fsdp;
+    ZeRO-1/2 -> deepspeed; plain data parallel -> hf."""
+    if cfg.tp > 1 or cfg.pp > 1 or cfg.sp or cfg.cp > 1 or cfg.ep > 1:
+        return "megatron", "auto: tensor/pipeline/sequence/context/expert parallel layout"
+    if cfg.zero_stage == 3:
+        return "fsdp", "auto: fully sharded data parallel (ZeRO-3/FSDP) layout"
+    if cfg.zero_stage > 0:
+        return "deepspeed", f"auto: ZeRO-{cfg.zero_stage} data parallel layout"
+    return "hf", "auto: plain data parallel layout"
+
+
+def resolve_framework(name: str | None, cfg: TrainConfig) -> Framework:
+    """The named profile, or (None or 'auto') the one `cfg`'s layout implies."""
+    if name in (None, "auto"):
+        picked, why = auto_framework(cfg)
+        return replace(get_framework(picked), chosen_by=why)
+    return get_framework(name)
+
+
 def get_framework(name: str | None) -> Framework:
-    """The named profile (default DEFAULT_FRAMEWORK)."""
+    """The named profile; None or 'auto': the profile of a plain data-parallel job (use
+    resolve_framework to infer it from a layout)."""
+    if name in (None, "auto"):
+        return resolve_framework(None, TrainConfig())
     names = framework_names()
-    if name is not None and not name.strip():
-        raise InputError("--framework", name, "one of: " + ", ".join(names))
-    name = name or DEFAULT_FRAMEWORK
+    if name is None or not name.strip():
+        raise InputError("--framework", name, "auto or one of: " + ", ".join(names))
     if name not in names:
-        raise UnknownNameError("--framework", name, names)
+        raise UnknownNameError("--framework", name, ["auto", *names])
     raw = tomllib.loads((_DIR / f"{name}.toml").read_text(encoding="utf-8"))
     try:
         return Framework(**raw)

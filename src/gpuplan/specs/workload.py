@@ -15,7 +15,13 @@ from typing import Literal, get_args
 
 from gpuplan.errors import InputError
 from gpuplan.specs.finetune import LoraConfig
-from gpuplan.specs.memory_behaviour import RESERVED_OVERHEAD, MemoryBehaviour, behaviour_for
+from gpuplan.specs.memory_behaviour import (
+    INFER,
+    RESERVED_OVERHEAD,
+    MemoryBehaviour,
+    behaviour_for,
+    inferred_behaviour,
+)
 from gpuplan.specs.model import ModelSpec
 
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
@@ -87,7 +93,9 @@ class TrainConfig:
 
     @property
     def behaviour(self) -> MemoryBehaviour:
-        return self.memory_behaviour or behaviour_for(None)
+        """The stack's memory behaviour; INFER (no framework named) resolved by the layout."""
+        b = self.memory_behaviour or behaviour_for(None)
+        return inferred_behaviour(self.tp, self.cp, self.ep) if b is INFER else b
 
     def __post_init__(self) -> None:
         for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
