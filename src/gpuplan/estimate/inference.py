@@ -93,8 +93,8 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
     def fits(batch: int, context: int) -> bool:
         return sum(total(batch, context).values()) <= budget
 
-    max_batch = _largest(lambda b: fits(b, cfg.context), 1 << 20)
-    max_context = _largest(lambda c: fits(cfg.batch, c), 1 << 24)
+    max_batch = largest_true(lambda b: fits(b, cfg.context), 1 << 20)
+    max_context = largest_true(lambda c: fits(cfg.batch, c), 1 << 24)
     details: dict[str, object] = {
         "kv_bytes_per_token": kv_bytes_per_token(m, cfg.kv_dtype)
         * (1 if m.is_mla else math.ceil(m.kv_heads / cfg.tp) / m.kv_heads),
@@ -115,7 +115,7 @@ def infer_memory(m: ModelSpec, device: Device, cfg: InferConfig) -> MemoryResult
                         margin=cfg.margin)
 
 
-def _largest(ok: Callable[[int], bool], limit: int) -> int:
+def largest_true(ok: Callable[[int], bool], limit: int) -> int:
     """Largest n in [1, limit] with ok(n) (ok is monotone), 0 if none."""
     if not ok(1):
         return 0

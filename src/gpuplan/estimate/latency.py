@@ -39,7 +39,7 @@ from functools import lru_cache
 from gpuplan.errors import InputError
 from gpuplan.estimate.comm import collective_time, flat_time
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
-from gpuplan.estimate.inference import weight_bytes
+from gpuplan.estimate.inference import largest_true, weight_bytes
 from gpuplan.estimate.roofline import op_time
 from gpuplan.ops.blocks import DTYPE_BYTES
 from gpuplan.ops.impl import Impl
@@ -425,18 +425,5 @@ def compute_bound_batch(sm: StepModel, limit: int = 1 << 20) -> int | None:
         c, m = sm.linear_s(b, b)
         return c >= m
 
-    if bound(1):
-        return 1
-    hi = 2
-    while not bound(hi):
-        hi *= 2
-        if hi > limit:
-            return None
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if bound(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    below = largest_true(lambda b: not bound(b), limit)  # memory-bound batches: 1..below
+    return None if below >= limit else below + 1
