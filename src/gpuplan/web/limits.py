@@ -12,6 +12,8 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from gpuplan.specs.files import json_depth as text_json_depth
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -45,25 +47,9 @@ _KEY_OF_BAD_NUMBER = re.compile(r'"([A-Za-z_][A-Za-z0-9_]{0,63})"\s*:\s*'
 
 
 def json_depth(raw: bytes) -> int:
-    """Deepest nesting of [ and { outside strings (no recursion, one pass)."""
-    depth = deepest = 0
-    in_str = escaped = False
-    for c in raw:
-        if in_str:
-            if escaped:
-                escaped = False
-            elif c == 0x5C:  # backslash
-                escaped = True
-            elif c == 0x22:  # quote
-                in_str = False
-        elif c == 0x22:
-            in_str = True
-        elif c in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
+    """Deepest nesting of [ and { outside strings: the file loaders' scan (specs/files.py) on
+    the body; undecodable bytes become U+FFFD, which is never a bracket, quote or backslash."""
+    return text_json_depth(raw.decode("utf-8", errors="replace"))
 
 
 def _no_constant(name: str) -> Any:
