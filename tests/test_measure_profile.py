@@ -179,3 +179,32 @@ def test_bench_help_does_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def _sweep(points):
+    return [{"m": s, "n": s, "k": s, "flops": 2.0 * s**3, "flops_per_s": r} for s, r in points]
+
+
+def test_profile_size_sweep_sets_the_rate_of_each_matmul_size():
+    from gpuplan.estimate.efficiency import size_curve
+
+    # 512^3 = 2.7e8 FLOPs at 3e11, 4096^3 = 1.4e11 FLOPs at 4e11; a noisy dip at 1024 is lifted
+    prof = {**PROFILE, "matmul_flops_per_s": {"fp32": 4e11, "bf16": 5e14},
+            "matmul": {"fp32": {"sizes": [*_sweep([(512, 3e11), (1024, 2.5e11), (4096, 4e11)]),
+                                          {"m": 16, "n": 4096, "k": 4096, "flops": 5.4e8,
+                                           "flops_per_s": 9e10}]}}}
+    curve = size_curve(prof, "fp32")
+    assert [r for _, r in curve] == [3e11, 3e11, 4e11]  # squares only, non-decreasing
+    cpu = get_device("epyc-9654")
+    eff = efficiency_from_profile(prof, cpu)
+    assert eff.measured_rate("fp32", 2.0 * 512**3) == pytest.approx(3e11)
+    assert eff.measured_rate("fp32", 1e6) == pytest.approx(3e11)  # below the sweep: its first point
+    assert eff.measured_rate("fp32", 1e13) == pytest.approx(4e11)  # capped at the sustained rate
+    mid = eff.measured_rate("fp32", 2.0 * 2048**3)
+    assert 3e11 < mid < 4e11
+    assert eff.measured_rate("bf16", 1e6) == 5e14  # no sweep for bf16: the sustained rate
+    small = Op("mm", "matmul", flops=2.0 * 512**3, bytes_read=1.0, bytes_written=1.0,
+               dtype="fp32", phase="forward", count=3)
+    assert op_time(small, cpu, eff).compute_s == pytest.approx(3 * 2.0 * 512**3 / 3e11)
+    assert "measured sweep" in eff.source
+    assert size_curve(PROFILE, "fp32") == ()  # a profile without a sweep keeps the flat rate

@@ -125,3 +125,37 @@ def test_eager_ops_counted_from_the_real_model_scale_with_layers():
     # a Llama layer dispatches at least its 7 linears, 2 norms, RoPE, attention and the cache
     assert per_layer >= 20 and per_layer == int(per_layer)
     assert two - 2 * per_layer > 0  # embedding, final norm, head outside the layers
+
+
+def test_hf_prefill_computes_the_head_for_every_prompt_position():
+    cpu = get_device("epyc-9654")
+    cfg = ServeConfig(weight_dtype="fp32", kv_dtype="fp32", act_dtype="fp32", fused=False)
+    last = step_model(LLAMA8, cpu, cfg)
+    every = step_model(LLAMA8, cpu, replace(cfg, logits_all_positions=True))
+    from gpuplan.estimate.latency import _linear_cached, prefill_s
+
+    _, _, rate = _linear_cached(last, 2 * 128)
+    # 2 prompts of 128: 255 more head rows, 2 x 4096 x 128256 FLOPs each, at the linear rate
+    extra = (2 * 128 - 2) * last.head_flops_per_logit / rate
+    assert prefill_s(every, 2, 128) - prefill_s(last, 2, 128) == pytest.approx(extra, rel=1e-9)
+    assert last.head_flops_per_logit == 2 * 4096 * 128256
+
+
+def test_eager_matmul_count_follows_the_checkpoint_layout():
+    from gpuplan.estimate.latency import matmuls_per_step
+
+    assert matmuls_per_step(LLAMA8, fused=True) == 4 * 32 + 1  # an engine's fused QKV, gate/up
+    assert matmuls_per_step(LLAMA8, fused=False) == 7 * 32 + 1  # q, k, v, o, gate, up, down
+    gpt2 = get_model("gpt2")  # c_attn (fused QKV), c_proj, c_fc, mlp c_proj
+    assert matmuls_per_step(gpt2, fused=False) == 4 * 12 + 1
+
+
+def test_per_op_cost_amid_weight_streams_is_measured_and_hooks_removed():
+    pytest.importorskip("transformers")
+    from gpuplan.measure.decode import OVERHEAD_CONFIG, eager_op_overhead
+
+    stream = {**OVERHEAD_CONFIG, "hidden_size": 96, "intermediate_size": 192}
+    r = eager_op_overhead(steps=3, repeats=2, stream_config=stream)
+    assert len(r["per_op_runs_s"]) == 2 and all(x >= 0 for x in r["per_op_runs_s"])
+    assert r["time_s"] >= 0 and r["quiet_time_s"] > 0 and r["ops_per_step"] > 0
+    assert "streaming" in r["what"]

@@ -130,8 +130,9 @@ def _decode(con: Console, r: dict[str, Any]) -> None:
         t.add_row(k.upper(), _s(d["measured"][f"{k}_s"]), _s(d["predicted"][f"{k}_s"]),
                   f"{d[f'{k}_error_ratio']:+.1%}")
     con.print(t)
-    ok = "within" if d["tpot_within_tolerance"] else "NOT within"
-    con.print(f"decode TPOT {ok} {d['tolerance_ratio']:.0%} of its prediction")
+    for k in ("ttft", "tpot"):
+        ok = "within" if d[f"{k}_within_tolerance"] else "NOT within"
+        con.print(f"decode {k.upper()} {ok} {d['tolerance_ratio']:.0%} of its prediction")
 
 
 def render(con: Console, r: dict[str, Any]) -> None:

@@ -107,12 +107,26 @@ class Efficiency:
     source: str = ""
     measured: dict[str, float] = field(default_factory=dict)
     """measured absolute rates from a machine profile (FLOP/s per dtype, 'memory' bytes/s)"""
+    measured_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    """per dtype, the profile's matmul size sweep as (FLOPs of one matmul, FLOP/s) points,
+    non-decreasing; a measured matmul of that dtype runs at the rate interpolated at its FLOPs
+    (the measured counterpart of the datasheet size curve)"""
 
     def compute(self, flops: float, dtype: str) -> float:
         ceiling = self.fp8_ceiling if dtype == "fp8" and self.fp8_ceiling else self.matmul_ceiling
         if not self.size_dependent:
             return ceiling
         return ceiling * _interp_log(flops, _MATMUL_CURVE) / _MATMUL_CURVE[-1][1]
+
+    def measured_rate(self, dtype: str, flops: float) -> float:
+        """Measured matmul FLOP/s of `dtype` for one matmul of `flops`: the size sweep
+        interpolated in log(FLOPs), capped at the sustained rate; the sustained rate alone
+        where the profile has no sweep."""
+        rate = self.measured[dtype]
+        curve = self.measured_curves.get(dtype)
+        if not curve:
+            return rate
+        return min(rate, _interp_log(max(flops, 1.0), curve))
 
     def matmul_share(self, op: Op) -> float:
         """Share of the matmul peak `op` reaches: the size-dependent ceiling, times tile/wave
@@ -281,6 +295,7 @@ def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
                                           profile["attention_flops_per_s"])
     launch = profile.get("launch_overhead_s")
     base = base or default_efficiency(device)
+    curves = {dt: c for dt in measured if (c := size_curve(profile, dt))}
     rates = ", ".join(f"{dt} {v / 1e12:.3g} TFLOP/s" for dt, v in measured.items()
                       if dt != "memory")
     where = profile.get("path") or "profile"
@@ -289,5 +304,28 @@ def efficiency_from_profile(profile: Mapping[str, Any], device: Device,
     if launch:
         src += f", launch {_positive('launch_overhead_s', launch) * 1e6:.3g} µs"
     src += f"; applied to {device.name}; other factors: {base.source}"
-    return replace(base, measured=measured, source=src,
+    if curves:
+        src += "; matmuls at the rate of their size in the measured sweep"
+    return replace(base, measured=measured, measured_curves=curves, source=src,
                    kernel_overhead_s=float(launch) if launch else base.kernel_overhead_s)
+
+
+def size_curve(profile: Mapping[str, Any], dtype: str) -> tuple[tuple[float, float], ...]:
+    """The square shapes of a profile's matmul sweep for `dtype` as (FLOPs, median FLOP/s),
+    made non-decreasing in size (a larger matmul is never slower per FLOP than a smaller one
+    that the same library ran faster: noise, not physics); () when the profile has none."""
+    sizes = (profile.get("matmul") or {}).get(dtype, {})
+    sizes = sizes.get("sizes") if isinstance(sizes, Mapping) else None
+    if not isinstance(sizes, list):
+        return ()
+    pts = sorted((float(p["flops"]), float(p["flops_per_s"])) for p in sizes
+                 if isinstance(p, Mapping) and p.get("m") == p.get("n") == p.get("k")
+                 and _is_pos(p.get("flops")) and _is_pos(p.get("flops_per_s")))
+    out: list[tuple[float, float]] = []
+    for f, r in pts:
+        out.append((f, max(r, out[-1][1]) if out else r))
+    return tuple(out) if len(out) >= 2 else ()
+
+
+def _is_pos(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0

@@ -318,11 +318,23 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
         top_k=m.experts_per_token, flops_per_token=body, head_flops_per_logit=head,
         attn_flops_per_pair=pair * full_layers / tp, kv_bytes_per_token=kv,
         act_bytes_per_token=act, compute_dtype=compute_dtype,
-        dequant_ops_per_weight_byte=dequant, matmuls_per_step=4 * m.num_layers + 1,
+        dequant_ops_per_weight_byte=dequant, matmuls_per_step=matmuls_per_step(m, cfg.fused),
         layers=m.num_layers, allreduce_s=ar, kernels_per_layer=kernels,
         kv_read_factor=kv_factor, allreduce_ll_s=ar_ll, execution=execution,
         matmul_only_factor=fp4_factor,
         assumptions={k: v for k, v in assumptions.items() if v is not None})
+
+
+def matmuls_per_step(m: ModelSpec, fused: bool) -> int:
+    """Weight matmuls of one iteration: an engine's 4 per layer (fused QKV, out, fused gate/up,
+    down) plus the head; eager PyTorch runs the checkpoint's own layout (separate q/k/v and
+    gate/up where the model has them, as Hugging Face's Linear modules), which sets the size
+    of each matmul on the measured size curve."""
+    if fused or m.is_moe or m.is_mla:
+        return 4 * m.num_layers + 1
+    attn = 2 if m.fused_qkv else 4
+    mlp = (2 if m.fused_gate_up else 3) if m.mlp == "gated" else 2
+    return (attn + mlp) * m.num_layers + 1
 
 
 def eager_kernels_per_layer(m: ModelSpec, act_dtype: str) -> float:
@@ -360,8 +372,10 @@ def _allreduce_ll(device: Device, tp: int, bytes_per_token: float) -> tuple[floa
 
 
 def prefill_s(sm: StepModel, batch: int, prompt: int) -> float:
-    """Prefill of `batch` prompts of `prompt` tokens in one pass (causal: p(p+1)/2 pairs each)."""
-    return sm.time_s(0, 0.0, batch * prompt, batch * prompt * (prompt + 1) / 2, batch)
+    """Prefill of `batch` prompts of `prompt` tokens in one pass (causal: p(p+1)/2 pairs each);
+    the LM head for the last token of each, or for every token (cfg.logits_all_positions)."""
+    logits = batch * prompt if sm.cfg.logits_all_positions else batch
+    return sm.time_s(0, 0.0, batch * prompt, batch * prompt * (prompt + 1) / 2, logits)
 
 
 def decode_s(sm: StepModel, batch: int, context: int) -> float:

@@ -85,8 +85,10 @@ def epilogue_time(op: Op, bw: float, eff: Efficiency) -> float:
 
 def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
     if op.kind in MATMUL_KINDS:
-        peak = eff.measured.get(op.dtype) or device.matmul_peak(op.dtype)
-        share = 1.0 if op.dtype in eff.measured else eff.matmul_share(op)
+        measured = op.dtype in eff.measured
+        peak = eff.measured_rate(op.dtype, op.executed_flops) if measured \
+            else device.matmul_peak(op.dtype)
+        share = 1.0 if measured else eff.matmul_share(op)
         if op.kind == "attention" and "attention" in eff.measured:  # measured fused kernel
             peak, share = eff.measured["attention"], 1.0
         elif op.kind == "attention":

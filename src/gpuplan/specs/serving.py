@@ -24,6 +24,9 @@ class ServeConfig:
     fused: bool = True
     """a serving engine's fused kernels (KERNELS_PER_LAYER launches per layer); False: eager
     PyTorch / Hugging Face, whose launches per layer come from the op builder (ops/decode.py)"""
+    logits_all_positions: bool = False
+    """prefill computes the LM head for every prompt position, not only the last (Hugging Face
+    transformers' CausalLM forward with its default logits_to_keep=0); engines keep the last"""
     weight_only: bool = False
     """quantized weights dequantized to act_dtype in the matmul even where the device has a
     tensor peak for their dtype (GPTQ/AWQ/gpt-fast weight-only kernels)"""
