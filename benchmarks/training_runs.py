@@ -841,9 +841,28 @@ _GPT_NAME = re.compile(r"gpt-h(\d+)-l(\d+)-a(\d+)-v(\d+)(-untied)?")
 -v{vocab}[-untied] (GELU MLP 4h, learned positions, biases; tied embeddings unless -untied)."""
 
 
+def nemotron4(size: str) -> ModelSpec:
+    """Nemotron-4 15B / 340B: shapes from NVIDIA/dgxc-benchmarking @35a9aec
+    nemotron/nemotron4-{15b,340b}-synth.yaml (the 15B's also in Parmar et al. 2024 Table 1):
+    GQA with 8 query groups, squared-ReLU MLP without gate, no biases, RoPE, untied
+    embeddings, vocab 256000 (nemotron_2_256k tokenizer), LayerNorm (layernorm1p), no dropout.
+    Squared ReLU is represented as ReLU (ModelSpec has no squared ReLU; the matmuls are the
+    same). Parameters: 15B 15.63B (paper: 3.2B embedding + 12.5B other), 340B 341.03B
+    (331.6B outside the embedding and output matrices)."""
+    d, layers, heads, ff = {"15b": (6144, 32, 48, 24576), "340b": (18432, 96, 96, 73728)}[size]
+    return ModelSpec(
+        name=f"nemotron-4-{size}", family="nemotron",
+        source=f"NVIDIA/dgxc-benchmarking @35a9aec nemotron/nemotron4-{size}-synth.yaml",
+        vocab_size=256000, hidden_size=d, num_layers=layers, num_heads=heads, num_kv_heads=8,
+        intermediate_size=ff, mlp="plain", activation="relu", norm="layernorm",
+        position="rope", max_position_embeddings=4096, tie_embeddings=False)
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
     if name.startswith("mpt-"):
         return mpt(name[4:], seq)
+    if name.startswith("nemotron-4-"):
+        return nemotron4(name[len("nemotron-4-"):])
     m = _GPT_NAME.fullmatch(name)
     if m is None:
         return get_model(name)

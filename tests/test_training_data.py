@@ -112,5 +112,45 @@ def test_the_split_rule_is_the_issues():
     for fam in ("torchtitan-h100-2024", "torchtitan-h100-asynctp-2025",
                 "torchtitan-h200-trainy-2025", "nemo-h100-2407", "mbridge-h100", "mbridge-b200",
                 "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
-                "nemo-launcher-a100-2022"):
+                "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
+                "dgxc-paxml-h100-2411", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
+                "megascale-megatron-a100"):
         assert split[fam] == "validation"
+
+
+def test_nemotron4_shapes_count_as_the_15b_report(tr):
+    """Parmar et al. 2024 Sec. 2: '3.2 billion embedding and 12.5 billion non-embedding
+    parameters'. Per layer q and o 2·h², k and v 2·h·8·128 (8 query groups of 128), MLP
+    2·h·ffn (no gate, no bias); embedding and output matrices untied, 2·V·h = 3.15B (the
+    report's 3.2 rounds up)."""
+    h, layers, ffn, vocab = 6144, 32, 24576, 256000
+    spec = tr.nemotron4("15b")
+    per_layer = 2 * h * h + 2 * h * 8 * 128 + 2 * h * ffn
+    breakdown = spec.params_breakdown()
+    assert breakdown["attention"] + breakdown["mlp"] == layers * per_layer
+    assert round(layers * per_layer / 1e9, 1) == 12.5
+    assert breakdown["embedding"] == vocab * h
+    assert 2 * vocab * h / 1e9 == pytest.approx(3.2, abs=0.06)
+
+
+def test_step_time_tables_give_tokens_per_gpu_as_stated():
+    """value = sequences x seq_len / (step or iteration time x GPUs), to the csv's rounding, for
+    the DGXC Benchmarking tables (H100 v24.11, GB200 v25.05; step time), the Nemotron-4 15B
+    report and MegaScale's Table 2 (iteration time); the published aggregate throughput agrees
+    to its rounding (one DGXC cell, Llama 3.1 70B on 2048 GPUs, disagrees with its own step time
+    and says so)."""
+    fams = {"dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411",
+            "dgxc-nemo-gb200-2505", "nemotron4-15b-h100", "megascale-megatron-a100"}
+    checked = 0
+    for _, row in _rows():
+        if row["family"] not in fams:
+            continue
+        sec = _secondary(row)
+        step = sec.get("step_time_s", sec.get("iteration_time_s"))
+        tokens = int(row["global_batch"]) * int(row["seq_len"]) / step
+        assert float(row["value"]) == pytest.approx(tokens / int(row["num_gpus"]), abs=0.051)
+        published = sec.get("aggregate_tokens_per_s", 1e3 * sec.get("aggregate_ktokens_per_s", 0))
+        if published and "disagrees" not in row["inferred"]:
+            assert tokens == pytest.approx(published, rel=0.004)
+        checked += 1
+    assert checked == 52
