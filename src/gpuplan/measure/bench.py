@@ -198,4 +198,7 @@ def unstable_measurements(r: dict[str, Any]) -> list[dict[str, Any]]:
     if rep and not rep["stable"]:
         out.append({"what": "memory bandwidth", "reason": rep["unstable_reason"],
                     "round_bytes_per_s": rep["round_bytes_per_s"]})
+    why = (r.get("decode") or {}).get("unstable_reason")
+    if why:
+        out.append({"what": "decode check", "reason": why})
     return out

@@ -55,8 +55,19 @@ def decode_check(device: str, quick: bool, profile: dict[str, Any]) -> dict[str,
         "tolerance_ratio": TOLERANCE, "tpot_within_tolerance": abs(err["tpot_s"]) <= TOLERANCE,
         "ttft_within_tolerance": abs(err["ttft_s"]) <= TOLERANCE,
         "load_average": {"start": load_start, "end": _load()},
+        "unstable_reason": _disagreement(over.get("per_op_runs_s", []), meas["tpot_runs_s"]),
         "assumptions": sm.assumptions,
     }
+
+
+def _disagreement(per_op: list[float], tpot: list[float]) -> str | None:
+    """Why the runs cannot be trusted, if they disagree by more than the check's tolerance
+    (max/min - 1): a busy machine changes both the per-op cost and the decode step."""
+    for what, runs in (("per-op cost", per_op), ("TPOT", tpot)):
+        if len(runs) >= 2 and min(runs) > 0 and max(runs) / min(runs) - 1 > TOLERANCE:
+            return (f"{what} runs disagree by {max(runs) / min(runs) - 1:.0%} (> "
+                    f"{TOLERANCE:.0%}): the machine is busy; re-run when it is quiet")
+    return None
 
 
 def _load() -> list[float] | None:
