@@ -288,15 +288,19 @@ def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float])
 
 
 def in_flight(lay: Layout, stage: int) -> Array:
-    """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
-    min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
-    et al. 2022 §4.2.3), i.e. its warm-up of 2(p - i - 1) + (v - 1)p model chunks of 1/v
-    stage each (Narayanan et al. 2021 §2.2), never more than the m·v chunks there are.
-    Gradient accumulation without a pipeline: one at a time."""
+    """Micro-batches' worth of activations a stage holds at its peak (the forward just before
+    its first backward in the steady state). 1F1B: stage i warms up with p - i - 1 forwards
+    and runs one more, min(p - i, m) (Narayanan et al. 2021 §2.2). Interleaved (v model
+    chunks of 1/v stage each): Megatron-Core schedules.py get_pp_rank_microbatches warms up
+    2(p - i - 1) + (v - 1)·g chunks (g = microbatch_group_size_per_vp_stage, default p), so
+    it holds min(2(p - i - 1) + (v - 1)p + 1, m·v)/v stages' worth; PyTorch's
+    ScheduleInterleaved1F1B warms up the same count. On stage 0 that is p(1 + (p - 1)/(p·v)),
+    Korthikanti et al. 2022 §4.2.3. Gradient accumulation without a pipeline: one at a time."""
     pp, v = lay.pp, lay.v
     micro = np.maximum(lay.n_micro, 1)
-    held = np.minimum(np.minimum(pp - stage, micro) * np.where(
-        v > 1, 1 + (pp - 1) / (pp * v), 1.0), micro)
+    one_f_one_b = np.minimum(pp - stage, micro)
+    chunks = np.minimum(2 * (pp - stage - 1) + (v - 1) * pp + 1, micro * v)
+    held = np.where(v > 1, chunks / np.maximum(v, 1), one_f_one_b)
     return scalar(np.where(pp > 1, held, 1.0))
 
 
