@@ -189,15 +189,28 @@ def norm(c: Ctx, kind: str, name: str, rows: float, d: int, bias: bool = True,
         rmsnorm(c, name, rows, d, plus_one)
 
 
-def activation(c: Ctx, name: str, act: str, elems: float) -> None:
+def activation(c: Ctx, name: str, act: str, elems: float, keeps_input: bool = True) -> None:
     """MLP non-linearity. Fused kernels keep their input (ReLU its output); GPT-2's gelu_new
-    written in Python ops keeps four tensors: x (pow), tanh(...), 0.5·x and 1 + tanh(...)."""
+    written in Python ops keeps four tensors: x (pow), tanh(...), 0.5·x and 1 + tanh(...).
+    keeps_input=False: a later op keeps that input (a fused gated unit, `gated_unit`)."""
     if act == "gelu_new" and not c.fused:
         elementwise(c, name, elems, 8 * elems, saved=4 * elems * c.e, kernels=8,
                     flops_per_elem=1.0, out_elems=8 * elems)
         return
     flops = {"gelu": 8.0, "gelu_tanh": 8.0, "gelu_new": 8.0, "silu": 4.0, "relu": 1.0}[act]
-    elementwise(c, name, elems, elems, saved=elems * c.e, flops_per_elem=flops)
+    elementwise(c, name, elems, elems, saved=elems * c.e if keeps_input else 0.0,
+                flops_per_elem=flops)
+
+
+def gated_unit(c: Ctx, name: str, act: str, elems: float) -> None:
+    """act(gate) * up of a gated MLP over `elems` outputs. Eager PyTorch keeps three tensors:
+    the gate (for act's backward), act(gate) and up (the product's factors). A fused kernel
+    keeps only its input, gate and up, and recomputes act(gate) in backward: two tensors
+    (Megatron-Core megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction saves `input`
+    only; torch.compile's min-cut partitioner recomputes the cheap pointwise act likewise)."""
+    activation(c, f"{name}.act", act, elems, keeps_input=not c.fused)
+    elementwise(c, f"{name}.gate_mul", elems, 2 * elems, saved=2 * elems * c.e,
+                grad_inputs=2)
 
 
 def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk: int, dv: int,

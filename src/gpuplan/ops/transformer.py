@@ -132,9 +132,7 @@ def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
     if m.mlp == "gated":
         blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias,
                       saved_rows=saved_rows)
-        blocks.activation(c, f"{name}.act", m.activation, t * inner)
-        blocks.elementwise(c, f"{name}.gate_mul", t * inner, 2 * t * inner,
-                           saved=2 * t * inner * c.e, grad_inputs=2)
+        blocks.gated_unit(c, name, m.activation, t * inner)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
     else:
         blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias, saved_rows=saved_rows)
@@ -167,9 +165,7 @@ def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
         c.op("moe.dispatch", "copy", 0.0, rows * d * e, rows * d * e, backward=True)
     blocks.linear(c, "moe.experts.gate_up", rows, d, 2 * ff, saves_input=False,
                   weight_rows=d * touched)
-    blocks.activation(c, "moe.experts.act", m.activation, rows * ff)
-    blocks.elementwise(c, "moe.experts.gate_mul", rows * ff, 2 * rows * ff,
-                       saved=2 * rows * ff * e, grad_inputs=2)
+    blocks.gated_unit(c, "moe.experts", m.activation, rows * ff)
     blocks.linear(c, "moe.experts.down", rows, ff, d, weight_rows=ff * touched)
     # combine: expert outputs x routing weights (both kept), scattered back to tokens
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
