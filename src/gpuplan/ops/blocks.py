@@ -39,6 +39,9 @@ class Ctx:
     """norms, activations and RoPE as single fused kernels (torch.compile / Megatron / vLLM)"""
     cpu: bool = False
     """PyTorch CPU kernels (LayerNorm statistics in the input dtype, not fp32)"""
+    fp8_inputs: bool = False
+    """FP8 training with Transformer Engine: each linear of a transformer layer keeps its own
+    FP8 copy of its input for the weight-gradient GEMM (1 byte per element), not the 16-bit one"""
     count: int = 1
     layer: str | None = None
     component: str = "other"
@@ -82,8 +85,14 @@ def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
     weights = wk * n * wb + (n * e if bias else 0)
     shape = f"{int(m)}x{k} @ {k}x{n}"
     rows = m if saved_rows is None else saved_rows
+    saved = rows * k * e if saves_input else 0.0
+    if c.fp8_inputs and c.dtype == "fp8" and c.layer is not None:
+        # Transformer Engine linear.py: the quantized input is saved with its row-wise data
+        # discarded (update_usage(rowwise_usage=False, columnwise_usage=True)), one FP8 copy
+        # per linear even where another op keeps the 16-bit tensor (attention output)
+        saved = rows * k * 1.0
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
-         saved=rows * k * e if saves_input else 0.0, shape=shape)
+         saved=saved, shape=shape)
     if c.train and c.dtype == "fp8":
         fp8_casts(c, name, m * k + wk * n, m * n)
     if c.train:

@@ -28,7 +28,7 @@ def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
                mask_bytes=1 if impl.target == "cuda" else e,
                grad_bytes=DTYPE_BYTES[impl.grad_dtype or impl.dtype],
                weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused,
-               cpu=impl.target == "cpu")
+               cpu=impl.target == "cpu", fp8_inputs=impl.fp8_quantized_inputs)
 
 
 def _useful_keys(s: int, window: int | None, causal: bool) -> float:
@@ -251,8 +251,8 @@ def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
     return Ctx(phase=ctx.phase, dtype=ctx.dtype, e=ctx.e, train=ctx.train,
                mask_bytes=ctx.mask_bytes, grad_bytes=ctx.grad_bytes,
-               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu, count=count,
-               layer=layer,
+               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu,
+               fp8_inputs=ctx.fp8_inputs, count=count, layer=layer,
                component=ctx.component, prefix="layers.")
 
 
