@@ -94,3 +94,18 @@ def test_fp8_weight_bytes_per_stack():
     assert fp8_weight_bytes(behaviour_for("megatron"), 2.0) == 0.0
     assert fp8_weight_bytes(behaviour_for("nemo"), 2.0) == 0.0
     assert fp8_weight_bytes(behaviour_for("fsdp"), 2.0) == 1.0
+
+
+def test_selective_recompute_checkpoints_the_flash_core():
+    """Megatron-Core selective recompute (core_attn) with a flash kernel: the checkpoint keeps
+    q, k, v; out and the fp32 log-sum-exp are remade in backward, and the output projection
+    keeps out itself. Llama-3-8B, 1 x 1024 tokens, bf16: q 1024 x 4096, k and v 1024 x 1024
+    each, out 1024 x 4096 (2 B); lse 32 heads x 1024 rows x 4 B."""
+    m = get_model("llama-3-8b")
+    none = build_training(m, 1, 1024, Impl(fused=True, dropout=False))
+    sel = build_training(m, 1, 1024, Impl(fused=True, dropout=False, recompute="selective"))
+    q, kv, out, lse = 1024 * 4096 * 2, 2 * 1024 * 1024 * 2, 1024 * 4096 * 2, 32 * 1024 * 4
+    assert _saved(none, "layers.attn.core") == q + kv + out + lse
+    assert _saved(none, "layers.attn.out") == 0
+    assert _saved(sel, "layers.attn.core") == q + kv
+    assert _saved(sel, "layers.attn.out") == out

@@ -223,10 +223,14 @@ def gated_unit(c: Ctx, name: str, act: str, elems: float) -> None:
 
 
 def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk: int, dv: int,
-                    causal: bool, useful_keys: float, qkv_saved: float | None = None) -> None:
+                    causal: bool, useful_keys: float, qkv_saved: float | None = None,
+                    recomputed: bool = False) -> None:
     """FlashAttention (Dao et al. 2022/2023): scores stay on chip; reads q, k, v, writes the
     output and an fp32 log-sum-exp per row; keeps q, k, v, out, lse for backward, O(s) extra.
-    FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x)."""
+    FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x).
+    `recomputed`: the core runs inside a checkpoint (Megatron-Core selective recompute of
+    core_attn: tensor_parallel.checkpoint saves its inputs q, k, v and reruns the kernel in
+    backward), so out and lse are not kept by it."""
     e = c.e
     q, k, v = b * sq * h * dqk, b * sk * hkv * dqk, b * sk * hkv * dv
     out, lse = b * sq * h * dv, b * h * sq * FP32
@@ -235,7 +239,8 @@ def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk:
     shape = f"b{int(b)} h{h}/{hkv} s{sq}x{int(sk)} d{dqk}/{dv}"
     qkv_saved = (q + k + v) * e if qkv_saved is None else qkv_saved
     c.op("attn.core", "attention", flops, (q + k + v) * e, out * e + lse,
-         saved=qkv_saved + out * e + lse, useful=useful, shape=shape, skips_masked=True)
+         saved=qkv_saved + (0.0 if recomputed else out * e + lse), useful=useful, shape=shape,
+         skips_masked=True)
     if c.train:
         bflops = 2 * b * h * sq * sk * (3 * dqk + 2 * dv)
         c.op("attn.core", "attention", bflops, (q + k + v + 2 * out) * e + lse,

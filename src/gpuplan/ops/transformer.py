@@ -101,11 +101,14 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
                            flops_per_elem=0.0)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias)
     else:
+        selective = impl.recompute == "selective" and c.train
         blocks.attention_flash(c, b, s, seq_len, h, hkv, dqk, dv, m.causal, useful,
-                               qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e)
-        # flash kernels write (b, s, h, d): the output projection reads it without a copy
+                               qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e,
+                               recomputed=selective)
+        # flash kernels write (b, s, h, d): the output projection reads it without a copy and
+        # keeps it itself only when the core does not (selective recompute)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias,
-                      saves_input=False)
+                      saves_input=selective)
 
 
 

@@ -140,7 +140,11 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
         fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
         fp8_saves_quantized_inputs=True,
         sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
-                 "2019 §3: logits never gathered; softmax and gradient in place)",
+                 "2019 §3: logits never gathered; softmax and gradient in place); its fused "
+                 "forms keep the same fp32 tensor: --cross-entropy-loss-fusion 'native' "
+                 "(megatron/core/fusions/fused_cross_entropy.py, calculate_logits_max upcasts "
+                 "and exp_logits is saved) and 'te' (transformer_engine/pytorch/triton/"
+                 "cross_entropy.py: an fp32 grad_input is made in forward and saved)",
                  "FP8 via Transformer Engine (transformer_engine/pytorch/module/linear.py): "
                  "row-wise and column-wise FP8 weight data, FP8 column-wise copies of the "
                  "layers' linear inputs saved for backward; embedding and output_layer stay "
