@@ -35,7 +35,8 @@ own, so they share it."""
 MEMORY_BAND = 0.12
 """The training memory model's stated relative error on a peak: the 90th percentile of |error|
 on the 20 calibration peaks of benchmarks/validate_memory.py, rounded up to a percent (median
-3.7 %, largest 12.1 %: Llama 3 70B under FSDP x TP 8, under-predicted). Its summary's `band`
+3.7 %, largest 12.2 %: Llama 3.1 405B with CP 8, then 12.1 %: 70B under FSDP x TP 8, both
+under-predicted). Its summary's `band`
 recomputes it; a test checks this value against it. A predicted peak whose ±band range
 contains the capacity is 'tight', not 'does not fit'."""
 MEMORY_BAND_SOURCE = ("90th percentile of |error| of the predicted peak on 20 measured "
