@@ -109,3 +109,18 @@ def test_selective_recompute_checkpoints_the_flash_core():
     assert _saved(none, "layers.attn.out") == 0
     assert _saved(sel, "layers.attn.core") == q + kv
     assert _saved(sel, "layers.attn.out") == out
+
+
+def test_megatron_gradient_buckets_are_views_of_its_buffer():
+    """torch DDP (hf profile) reduces through two 25 MiB buckets of its own: 2 x 25 x 2**20 B;
+    Megatron-Core's buckets are views of the contiguous gradient buffer: 0 B on top."""
+    from gpuplan.estimate.memory import train_memory
+    from gpuplan.specs import get_device
+    from gpuplan.specs.framework import get_framework
+
+    m, d = get_model("llama-3-8b"), get_device("h100")
+    job = _fp8_job(precision="bf16-mixed", cp=1, seq_len=2048)
+    hf = train_memory(m, d, get_framework("hf").apply(job))
+    meg = train_memory(m, d, get_framework("megatron").apply(job))
+    assert hf.other_items["gradient_buckets"] == 2 * 25 * 2**20
+    assert meg.other_items.get("gradient_buckets", 0) == 0

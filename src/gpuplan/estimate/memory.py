@@ -460,7 +460,8 @@ def other_items(cfg: TrainConfig, lay: Layout, sf: StageFacts, acts: Array) -> d
     unsharded = sf.params * (bpp["weights"] + bpp["gradients"])
     buckets = np.where(np.logical_and(lay.offload, z == 2),
                        np.minimum(OFFLOAD_BUCKET_ELEMENTS, sf.params) * bpp["gradients"],
-                       np.where(lay.dp > 1, 2.0 * DDP_BUCKET_BYTES, 0.0))
+                       np.where(np.logical_and(lay.dp > 1, b.ddp_bucket_copies),
+                                2.0 * DDP_BUCKET_BYTES, 0.0))
     parallel = np.logical_or(np.maximum(lay.dp, lay.pp) > 1, sf.model_parallel)
     return {"transient_peak": sf.peak,
             "gathered_parameters": np.where(np.logical_and(z >= 3, ~whole), gathered, 0.0),

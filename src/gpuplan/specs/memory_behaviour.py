@@ -76,6 +76,11 @@ class MemoryBehaviour:
     tp_saves_gathered_inputs: bool = False
     """with sequence-parallel TP, autograd keeps the all-gathered input of each column-parallel
     linear (PyTorch DTensor TP: torchtitan), not the shard (Megatron re-gathers in backward)"""
+    ddp_bucket_copies: bool = True
+    """data parallelism reduces gradients through bucket buffers of their own (torch DDP:
+    bucket_cap_mb, two in flight); False: the buckets are views of one contiguous gradient
+    buffer (Megatron-Core param_and_grad_buffer.py: grad_data is one zeros(numel) tensor, each
+    bucket a _get view of it)"""
     fp8_weight_copies: float = 1.0
     """FP8 training: bytes per weight element of the FP8 copies of each FP8 linear's weight
     alive at the backward peak (1: one copy; Transformer Engine 2: the row-wise copy and the
@@ -103,6 +108,7 @@ class MemoryBehaviour:
                 "loss_parallel": self.loss_parallel,
                 "tp_saves_gathered_inputs": self.tp_saves_gathered_inputs,
                 "training_kv_cache": self.training_kv_cache,
+                "ddp_bucket_copies": self.ddp_bucket_copies,
                 "fp8_weight_copies": self.fp8_weight_copies,
                 "fp8_primary_weights": self.fp8_primary_weights,
                 "fp8_blocks_only": self.fp8_blocks_only,
@@ -138,7 +144,7 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
     "megatron": MemoryBehaviour(
         name="megatron", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
-        fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
+        ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
         fp8_saves_quantized_inputs=True,
         sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
                  "2019 §3: logits never gathered; softmax and gradient in place); its fused "
@@ -153,7 +159,7 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "(examples/llama/train_llama3_8b_h100_fp8.sh: --fp8-param-gather)")),
     "nemo": MemoryBehaviour(
         name="nemo", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
-        fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
+        ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
         fp8_saves_quantized_inputs=True,
         sources=("Megatron-Core under NeMo 2 / Megatron-Bridge: as megatron; their FP8 "
                  "precision recipes set fp8_param_gather=True too (NeMo "
