@@ -98,7 +98,10 @@ def test_interleaved_pipeline_holds_megatrons_warm_up_capped_by_the_micro_batche
     cfg = TrainConfig(micro_batch=1, seq_len=2048, pp=4, virtual_stages=2, dp=1,
                       global_batch=16)
     assert in_flight(Layout.of(cfg), 0) == 4 + 3 / 2  # 5.5
-    assert in_flight(Layout.of(cfg), 3) == 1 * (1 + 3 / 8)
+    # last stage: no 2(p - i - 1) term, still (v - 1)p + 1 = 5 chunks of 1/2 stage (Megatron-Core
+    # schedules.py num_warmup_microbatches + the one steady-state forward), not 1 + 3/8
+    assert in_flight(Layout.of(cfg), 3) == 5 / 2
+    assert in_flight(Layout.of(cfg), 1) == (2 * 2 + 4 + 1) / 2  # 4.5
     few = replace(cfg, global_batch=2)
     assert in_flight(Layout.of(few), 0) == 2.0  # only two micro-batches exist
     one_f_one_b = replace(cfg, virtual_stages=1)

@@ -40,7 +40,7 @@ from gpuplan.ops.transformer import (
     local_sizes,
 )
 from gpuplan.specs.device import Device
-from gpuplan.specs.memory_behaviour import MEMORY_BAND, MEMORY_BAND_SOURCE
+from gpuplan.specs.memory_behaviour import MEMORY_BAND, MEMORY_BAND_SOURCE, MemoryBehaviour
 from gpuplan.specs.model import ModelSpec
 from gpuplan.specs.workload import (
     CUDA_CONTEXT_BYTES,
@@ -92,6 +92,20 @@ def state_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
     moments = {"adamw": 8.0, "adam": 8.0, "sgd": 4.0, "adam8bit": 2.0 + 8.0 / 2048,
                "adafactor": 0.0}[cfg.optimizer]
     return {"weights": w, "gradients": g, "optimizer": master + moments}
+
+
+def fp8_weight_bytes(b: MemoryBehaviour, weight_bytes: float) -> float:
+    """Bytes per FP8-linear weight element on top of its 16-bit weight in FP8 training: the
+    FP8 copies alive at the backward peak, less the 16-bit weight where the stack keeps the
+    weight in FP8 only. Transformer Engine (linear.py) quantizes the weight with row-wise and,
+    for training, column-wise usage (Hopper's FP8 GEMMs take only the TN layout, so the
+    column-wise data is a transposed copy; MXFP8 keeps a column-scaled copy) and keeps it
+    through backward (cached across micro-batches): 2 bytes. With FP8 primary weights
+    (Megatron-Core fp8_param_gather, which NeMo 2's and Megatron-Bridge's FP8 precision recipes
+    turn on) the parameter itself is the 1-byte row-wise FP8 tensor and TE's
+    post_all_gather_processing creates its transpose: 2 bytes in all, no 16-bit copy, so
+    2 - 2 = 0 on top."""
+    return b.fp8_weight_copies - (weight_bytes if b.fp8_primary_weights else 0.0)
 
 
 def adafactor_factored_bytes(m: ModelSpec, params: float) -> float:
@@ -151,8 +165,8 @@ def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
     lay = lay or Layout.of(cfg)
     bpp = state_bytes_per_param(cfg)
     weights = params * bpp["weights"]
-    if cfg.precision == "fp8-mixed":  # fp8 copies of the matmul weights (Transformer Engine)
-        weights = weights + matrix_params
+    if cfg.precision == "fp8-mixed":  # FP8 copies of the FP8 linears' weights
+        weights = weights + matrix_params * fp8_weight_bytes(cfg.behaviour, bpp["weights"])
     grads = params * bpp["gradients"]
     opt = params * bpp["optimizer"]
     if cfg.optimizer == "adafactor" and m is not None:
@@ -288,15 +302,19 @@ def stage_activation_bytes(m: ModelSpec, st: Stage, per_block: dict[str, float])
 
 
 def in_flight(lay: Layout, stage: int) -> Array:
-    """Micro-batches whose activations a stage holds at its peak. 1F1B: stage i holds
-    min(pp - i, m); the interleaved schedule multiplies by 1 + (p - 1)/(p·v) (Korthikanti
-    et al. 2022 §4.2.3), i.e. its warm-up of 2(p - i - 1) + (v - 1)p model chunks of 1/v
-    stage each (Narayanan et al. 2021 §2.2), never more than the m·v chunks there are.
-    Gradient accumulation without a pipeline: one at a time."""
+    """Micro-batches' worth of activations a stage holds at its peak (the forward just before
+    its first backward in the steady state). 1F1B: stage i warms up with p - i - 1 forwards
+    and runs one more, min(p - i, m) (Narayanan et al. 2021 §2.2). Interleaved (v model
+    chunks of 1/v stage each): Megatron-Core schedules.py get_pp_rank_microbatches warms up
+    2(p - i - 1) + (v - 1)·g chunks (g = microbatch_group_size_per_vp_stage, default p), so
+    it holds min(2(p - i - 1) + (v - 1)p + 1, m·v)/v stages' worth; PyTorch's
+    ScheduleInterleaved1F1B warms up the same count. On stage 0 that is p(1 + (p - 1)/(p·v)),
+    Korthikanti et al. 2022 §4.2.3. Gradient accumulation without a pipeline: one at a time."""
     pp, v = lay.pp, lay.v
     micro = np.maximum(lay.n_micro, 1)
-    held = np.minimum(np.minimum(pp - stage, micro) * np.where(
-        v > 1, 1 + (pp - 1) / (pp * v), 1.0), micro)
+    one_f_one_b = np.minimum(pp - stage, micro)
+    chunks = np.minimum(2 * (pp - stage - 1) + (v - 1) * pp + 1, micro * v)
+    held = np.where(v > 1, chunks / np.maximum(v, 1), one_f_one_b)
     return scalar(np.where(pp > 1, held, 1.0))
 
 
@@ -407,6 +425,8 @@ class StageFacts:
     index: Array
     params: Array
     matrix_params: Array
+    """parameters of the matrices FP8 training casts (all matmul weights, or the layers' only:
+    MemoryBehaviour.fp8_blocks_only)"""
     saved_bytes: Array
     """saved activation bytes of one micro-batch"""
     peak: Array
@@ -418,7 +438,8 @@ class StageFacts:
 
 
 def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) -> StageFacts:
-    return StageFacts(st.index, st.params, st.matrix_params,
+    fp8_params = st.layer_matrix_params if cfg.behaviour.fp8_blocks_only else st.matrix_params
+    return StageFacts(st.index, st.params, fp8_params,
                       stage_activation_bytes(m, st, prof.per_block)
                       + (prof.head_extra if st.has_head else 0.0),
                       prof.peak_head if st.has_head else prof.peak_body, prof.layer_params,
@@ -439,7 +460,8 @@ def other_items(cfg: TrainConfig, lay: Layout, sf: StageFacts, acts: Array) -> d
     unsharded = sf.params * (bpp["weights"] + bpp["gradients"])
     buckets = np.where(np.logical_and(lay.offload, z == 2),
                        np.minimum(OFFLOAD_BUCKET_ELEMENTS, sf.params) * bpp["gradients"],
-                       np.where(lay.dp > 1, 2.0 * DDP_BUCKET_BYTES, 0.0))
+                       np.where(np.logical_and(lay.dp > 1, b.ddp_bucket_copies),
+                                2.0 * DDP_BUCKET_BYTES, 0.0))
     parallel = np.logical_or(np.maximum(lay.dp, lay.pp) > 1, sf.model_parallel)
     return {"transient_peak": sf.peak,
             "gathered_parameters": np.where(np.logical_and(z >= 3, ~whole), gathered, 0.0),

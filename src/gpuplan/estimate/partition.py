@@ -28,6 +28,8 @@ class Stage:
     """parameters on one GPU of this stage (after TP and EP splits)"""
     matrix_params: float
     """of which sit in matmul weight matrices (quantizable, fp8-castable)"""
+    layer_matrix_params: float = 0.0
+    """of which sit in the transformer layers' matrices (not the embedding or LM head)"""
 
 
 def layers_of_stage(num_layers: int, pp: int, stage: int) -> tuple[int, int]:
@@ -64,6 +66,7 @@ def stages(m: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> list[Stage]:
         params = n * (attn + norms) + (n - n_moe) * dense + n_moe * moe
         matrix = n * attn + (n - n_moe) * dense + n_moe * (moe - (d * m.num_experts if m.is_moe
                                                                  else 0))
+        layer_matrix = matrix
         emb, head = i == 0, i == pp - 1
         if emb:
             params += vocab_rows / tp + emb_other
@@ -73,5 +76,6 @@ def stages(m: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> list[Stage]:
             if not m.tie_embeddings or pp > 1:
                 params += vocab_rows / tp
                 matrix += vocab_rows / tp
-        out.append(Stage(i, first, n, n - n_moe, n_moe, n_sliding, emb, head, params, matrix))
+        out.append(Stage(i, first, n, n - n_moe, n_moe, n_sliding, emb, head, params, matrix,
+                         layer_matrix))
     return out

@@ -39,6 +39,9 @@ class Ctx:
     """norms, activations and RoPE as single fused kernels (torch.compile / Megatron / vLLM)"""
     cpu: bool = False
     """PyTorch CPU kernels (LayerNorm statistics in the input dtype, not fp32)"""
+    fp8_inputs: bool = False
+    """FP8 training with Transformer Engine: each linear of a transformer layer keeps its own
+    FP8 copy of its input for the weight-gradient GEMM (1 byte per element), not the 16-bit one"""
     count: int = 1
     layer: str | None = None
     component: str = "other"
@@ -82,8 +85,14 @@ def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
     weights = wk * n * wb + (n * e if bias else 0)
     shape = f"{int(m)}x{k} @ {k}x{n}"
     rows = m if saved_rows is None else saved_rows
+    saved = rows * k * e if saves_input else 0.0
+    if c.fp8_inputs and c.dtype == "fp8" and c.layer is not None:
+        # Transformer Engine linear.py: the quantized input is saved with its row-wise data
+        # discarded (update_usage(rowwise_usage=False, columnwise_usage=True)), one FP8 copy
+        # per linear even where another op keeps the 16-bit tensor (attention output)
+        saved = rows * k * 1.0
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
-         saved=rows * k * e if saves_input else 0.0, shape=shape)
+         saved=saved, shape=shape)
     if c.train and c.dtype == "fp8":
         fp8_casts(c, name, m * k + wk * n, m * n)
     if c.train:
@@ -189,22 +198,39 @@ def norm(c: Ctx, kind: str, name: str, rows: float, d: int, bias: bool = True,
         rmsnorm(c, name, rows, d, plus_one)
 
 
-def activation(c: Ctx, name: str, act: str, elems: float) -> None:
+def activation(c: Ctx, name: str, act: str, elems: float, keeps_input: bool = True) -> None:
     """MLP non-linearity. Fused kernels keep their input (ReLU its output); GPT-2's gelu_new
-    written in Python ops keeps four tensors: x (pow), tanh(...), 0.5·x and 1 + tanh(...)."""
+    written in Python ops keeps four tensors: x (pow), tanh(...), 0.5·x and 1 + tanh(...).
+    keeps_input=False: a later op keeps that input (a fused gated unit, `gated_unit`)."""
     if act == "gelu_new" and not c.fused:
         elementwise(c, name, elems, 8 * elems, saved=4 * elems * c.e, kernels=8,
                     flops_per_elem=1.0, out_elems=8 * elems)
         return
     flops = {"gelu": 8.0, "gelu_tanh": 8.0, "gelu_new": 8.0, "silu": 4.0, "relu": 1.0}[act]
-    elementwise(c, name, elems, elems, saved=elems * c.e, flops_per_elem=flops)
+    elementwise(c, name, elems, elems, saved=elems * c.e if keeps_input else 0.0,
+                flops_per_elem=flops)
+
+
+def gated_unit(c: Ctx, name: str, act: str, elems: float) -> None:
+    """act(gate) * up of a gated MLP over `elems` outputs. Eager PyTorch keeps three tensors:
+    the gate (for act's backward), act(gate) and up (the product's factors). A fused kernel
+    keeps only its input, gate and up, and recomputes act(gate) in backward: two tensors
+    (Megatron-Core megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction saves `input`
+    only; torch.compile's min-cut partitioner recomputes the cheap pointwise act likewise)."""
+    activation(c, f"{name}.act", act, elems, keeps_input=not c.fused)
+    elementwise(c, f"{name}.gate_mul", elems, 2 * elems, saved=2 * elems * c.e,
+                grad_inputs=2)
 
 
 def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk: int, dv: int,
-                    causal: bool, useful_keys: float, qkv_saved: float | None = None) -> None:
+                    causal: bool, useful_keys: float, qkv_saved: float | None = None,
+                    recomputed: bool = False) -> None:
     """FlashAttention (Dao et al. 2022/2023): scores stay on chip; reads q, k, v, writes the
     output and an fp32 log-sum-exp per row; keeps q, k, v, out, lse for backward, O(s) extra.
-    FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x)."""
+    FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x).
+    `recomputed`: the core runs inside a checkpoint (Megatron-Core selective recompute of
+    core_attn: tensor_parallel.checkpoint saves its inputs q, k, v and reruns the kernel in
+    backward), so out and lse are not kept by it."""
     e = c.e
     q, k, v = b * sq * h * dqk, b * sk * hkv * dqk, b * sk * hkv * dv
     out, lse = b * sq * h * dv, b * h * sq * FP32
@@ -213,7 +239,8 @@ def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk:
     shape = f"b{int(b)} h{h}/{hkv} s{sq}x{int(sk)} d{dqk}/{dv}"
     qkv_saved = (q + k + v) * e if qkv_saved is None else qkv_saved
     c.op("attn.core", "attention", flops, (q + k + v) * e, out * e + lse,
-         saved=qkv_saved + out * e + lse, useful=useful, shape=shape, skips_masked=True)
+         saved=qkv_saved + (0.0 if recomputed else out * e + lse), useful=useful, shape=shape,
+         skips_masked=True)
     if c.train:
         bflops = 2 * b * h * sq * sk * (3 * dqk + 2 * dv)
         c.op("attn.core", "attention", bflops, (q + k + v + 2 * out) * e + lse,

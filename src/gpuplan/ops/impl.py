@@ -59,6 +59,10 @@ class Impl:
     copies of K and V; with a fused QKV projection (GPT-2, Phi-3) that keeps both the fused
     output and the copies alive. False for frameworks without it (Megatron, nanoGPT, torchtitan)"""
 
+    fp8_quantized_inputs: bool = False
+    """FP8 training keeps FP8 copies of the layers' linear inputs (Transformer Engine), not the
+    16-bit inputs (torchao's Float8Linear saves the high-precision input)"""
+
     def __post_init__(self) -> None:
         for name in ("dtype", "matmul_dtype", "weight_dtype", "kv_dtype", "grad_dtype"):
             value = getattr(self, name)
@@ -111,4 +115,6 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
                 sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
                 training_kv_cache=cfg.training_kv_cache
                 if cfg.behaviour.training_kv_cache is None
-                else cfg.behaviour.training_kv_cache)
+                else cfg.behaviour.training_kv_cache,
+                fp8_quantized_inputs=cfg.precision == "fp8-mixed"
+                and cfg.behaviour.fp8_saves_quantized_inputs)

@@ -28,7 +28,7 @@ def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
                mask_bytes=1 if impl.target == "cuda" else e,
                grad_bytes=DTYPE_BYTES[impl.grad_dtype or impl.dtype],
                weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused,
-               cpu=impl.target == "cpu")
+               cpu=impl.target == "cpu", fp8_inputs=impl.fp8_quantized_inputs)
 
 
 def _useful_keys(s: int, window: int | None, causal: bool) -> float:
@@ -101,11 +101,14 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
                            flops_per_elem=0.0)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias)
     else:
+        selective = impl.recompute == "selective" and c.train
         blocks.attention_flash(c, b, s, seq_len, h, hkv, dqk, dv, m.causal, useful,
-                               qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e)
-        # flash kernels write (b, s, h, d): the output projection reads it without a copy
+                               qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e,
+                               recomputed=selective)
+        # flash kernels write (b, s, h, d): the output projection reads it without a copy and
+        # keeps it itself only when the core does not (selective recompute)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias,
-                      saves_input=False)
+                      saves_input=selective)
 
 
 
@@ -132,9 +135,7 @@ def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
     if m.mlp == "gated":
         blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias,
                       saved_rows=saved_rows)
-        blocks.activation(c, f"{name}.act", m.activation, t * inner)
-        blocks.elementwise(c, f"{name}.gate_mul", t * inner, 2 * t * inner,
-                           saved=2 * t * inner * c.e, grad_inputs=2)
+        blocks.gated_unit(c, name, m.activation, t * inner)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
     else:
         blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias, saved_rows=saved_rows)
@@ -167,9 +168,7 @@ def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
         c.op("moe.dispatch", "copy", 0.0, rows * d * e, rows * d * e, backward=True)
     blocks.linear(c, "moe.experts.gate_up", rows, d, 2 * ff, saves_input=False,
                   weight_rows=d * touched)
-    blocks.activation(c, "moe.experts.act", m.activation, rows * ff)
-    blocks.elementwise(c, "moe.experts.gate_mul", rows * ff, 2 * rows * ff,
-                       saved=2 * rows * ff * e, grad_inputs=2)
+    blocks.gated_unit(c, "moe.experts", m.activation, rows * ff)
     blocks.linear(c, "moe.experts.down", rows, ff, d, weight_rows=ff * touched)
     # combine: expert outputs x routing weights (both kept), scattered back to tokens
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
@@ -255,8 +254,8 @@ def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
     return Ctx(phase=ctx.phase, dtype=ctx.dtype, e=ctx.e, train=ctx.train,
                mask_bytes=ctx.mask_bytes, grad_bytes=ctx.grad_bytes,
-               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu, count=count,
-               layer=layer,
+               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu,
+               fp8_inputs=ctx.fp8_inputs, count=count, layer=layer,
                component=ctx.component, prefix="layers.")
 
 

@@ -57,6 +57,9 @@ class Framework:
     fused_optimizer: bool = True
     """the optimizer step is one fused kernel (apex/TE/DeepSpeed FusedAdam, torch fused=True)
     rather than one pass per arithmetic op (torch foreach / for-loop, Composer)"""
+    fp8_grad_dtype: Literal["auto", "fp32"] | None = None
+    """the gradient dtype of the stack's FP8 recipes where it differs from grad_dtype (Megatron:
+    its H100 FP8 example passes --grad-reduce-in-bf16); None = grad_dtype"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
 
@@ -65,14 +68,17 @@ class Framework:
         fp32 gradients when the stack keeps them (Megatron main_grad); when the user named the
         stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator);
         otherwise the one the layout implies (memory_behaviour.INFER)."""
-        grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
+        stack_grad = self.fp8_grad_dtype if (cfg.precision == "fp8-mixed" and
+                                             self.fp8_grad_dtype is not None) else self.grad_dtype
+        grad = "fp32" if stack_grad == "fp32" else cfg.grad_dtype
         mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
         return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
-                "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
+                "grad_dtype": self.grad_dtype, "fp8_grad_dtype": self.fp8_grad_dtype,
+                "tp_comm_overlap": self.tp_comm_overlap,
                 "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
                 "fused_optimizer": self.fused_optimizer,
                 "tp_backward_overlap": self.tp_backward_overlap,

@@ -25,12 +25,18 @@ refitted (0.13 -> 0.11) when those rows got torchtitan's fp32 gradients from its
 profile; the other peaks never moved it. Why it is not larger: large blocks are rounded
 to 2 MiB and split from cached segments; an OOM first frees every cached unused block and
 retries (PyTorch docs, CUDA memory management), so only partly used segments are lost. The
-ZeRO paper's > 30 % (Rajbhandari et al. 2020 §3.2) is the extreme case, not the rule."""
+ZeRO paper's > 30 % (Rajbhandari et al. 2020 §3.2) is the extreme case, not the rule. The
+allocator setting behind it: torchtitan's run_train.sh launches with
+PYTORCH_ALLOC_CONF=expandable_segments:True, as NeMo 2 / Megatron-Bridge's performance recipes do
+(perf_recipes/llama/h100/llama3.py), so the fitted value is the expandable-segments one for those
+stacks too; no measured peak without expandable segments is at hand to give the others their
+own, so they share it."""
 
 MEMORY_BAND = 0.12
 """The training memory model's stated relative error on a peak: the 90th percentile of |error|
 on the 20 calibration peaks of benchmarks/validate_memory.py, rounded up to a percent (median
-3.7 %, largest 12.1 %: Llama 3 70B under FSDP x TP 8, under-predicted). Its summary's `band`
+3.7 %, largest 12.2 %: Llama 3.1 405B with CP 8, then 12.1 %: 70B under FSDP x TP 8, both
+under-predicted). Its summary's `band`
 recomputes it; a test checks this value against it. A predicted peak whose ±band range
 contains the capacity is 'tight', not 'does not fit'."""
 MEMORY_BAND_SOURCE = ("90th percentile of |error| of the predicted peak on 20 measured "
@@ -70,6 +76,25 @@ class MemoryBehaviour:
     tp_saves_gathered_inputs: bool = False
     """with sequence-parallel TP, autograd keeps the all-gathered input of each column-parallel
     linear (PyTorch DTensor TP: torchtitan), not the shard (Megatron re-gathers in backward)"""
+    ddp_bucket_copies: bool = True
+    """data parallelism reduces gradients through bucket buffers of their own (torch DDP:
+    bucket_cap_mb, two in flight); False: the buckets are views of one contiguous gradient
+    buffer (Megatron-Core param_and_grad_buffer.py: grad_data is one zeros(numel) tensor, each
+    bucket a _get view of it)"""
+    fp8_weight_copies: float = 1.0
+    """FP8 training: bytes per weight element of the FP8 copies of each FP8 linear's weight
+    alive at the backward peak (1: one copy; Transformer Engine 2: the row-wise copy and the
+    column-wise one for the backward GEMMs, estimate.memory.fp8_weight_bytes)"""
+    fp8_primary_weights: bool = False
+    """FP8 training keeps the FP8 linears' weights in FP8 only, no 16-bit copy (Megatron-Core
+    fp8_param_gather / TE fp8_model_init; the fp32 master copy stays in the optimizer)"""
+    fp8_blocks_only: bool = False
+    """only the transformer layers' linears run in FP8; the embedding and the LM head stay
+    16-bit (Megatron-Core: output_layer is a tensor_parallel.ColumnParallelLinear, not a TE
+    module)"""
+    fp8_saves_quantized_inputs: bool = False
+    """FP8 training: each layer linear keeps an FP8 copy of its input for backward, not the
+    16-bit input (Transformer Engine; ops.blocks.linear)"""
     training_kv_cache: bool | None = None
     """whether the model code builds a KV cache in training (copies of k and v): only Hugging
     Face models do (use_cache defaults to True); None leaves TrainConfig.training_kv_cache"""
@@ -83,6 +108,11 @@ class MemoryBehaviour:
                 "loss_parallel": self.loss_parallel,
                 "tp_saves_gathered_inputs": self.tp_saves_gathered_inputs,
                 "training_kv_cache": self.training_kv_cache,
+                "ddp_bucket_copies": self.ddp_bucket_copies,
+                "fp8_weight_copies": self.fp8_weight_copies,
+                "fp8_primary_weights": self.fp8_primary_weights,
+                "fp8_blocks_only": self.fp8_blocks_only,
+                "fp8_saves_quantized_inputs": self.fp8_saves_quantized_inputs,
                 "sources": list(self.sources)}
 
 
@@ -114,8 +144,28 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
     "megatron": MemoryBehaviour(
         name="megatron", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
+        ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
+        fp8_saves_quantized_inputs=True,
         sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
-                 "2019 §3: logits never gathered; softmax and gradient in place)",)),
+                 "2019 §3: logits never gathered; softmax and gradient in place); its fused "
+                 "forms keep the same fp32 tensor: --cross-entropy-loss-fusion 'native' "
+                 "(megatron/core/fusions/fused_cross_entropy.py, calculate_logits_max upcasts "
+                 "and exp_logits is saved) and 'te' (transformer_engine/pytorch/triton/"
+                 "cross_entropy.py: an fp32 grad_input is made in forward and saved)",
+                 "FP8 via Transformer Engine (transformer_engine/pytorch/module/linear.py): "
+                 "row-wise and column-wise FP8 weight data, FP8 column-wise copies of the "
+                 "layers' linear inputs saved for backward; embedding and output_layer stay "
+                 "bf16; FP8 primary weights as Megatron-LM's H100 FP8 example runs "
+                 "(examples/llama/train_llama3_8b_h100_fp8.sh: --fp8-param-gather)")),
+    "nemo": MemoryBehaviour(
+        name="nemo", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
+        ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
+        fp8_saves_quantized_inputs=True,
+        sources=("Megatron-Core under NeMo 2 / Megatron-Bridge: as megatron; their FP8 "
+                 "precision recipes set fp8_param_gather=True too (NeMo "
+                 "nemo/collections/llm/recipes/precision/mixed_precision.py bf16_with_fp8_mixed; "
+                 "Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
+                 "bf16_with_fp8_delayed_scaling_mixed / _current_scaling_mixed)",)),
     "deepspeed": MemoryBehaviour(
         name="deepspeed", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         sources=("DeepSpeed ZeRO-3 prefetch (stage3_prefetch_bucket_size) of the next "
