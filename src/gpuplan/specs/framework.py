@@ -57,6 +57,9 @@ class Framework:
     fused_optimizer: bool = True
     """the optimizer step is one fused kernel (apex/TE/DeepSpeed FusedAdam, torch fused=True)
     rather than one pass per arithmetic op (torch foreach / for-loop, Composer)"""
+    grad_reduce_dtype: Literal["grad", "fp32"] = "grad"
+    """dtype of the data-parallel gradient reduction when the job leaves it 'auto': the
+    gradients' own, or fp32 (FSDP MixedPrecision reduce_dtype=float32)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
 
@@ -67,12 +70,16 @@ class Framework:
         otherwise the one the layout implies (memory_behaviour.INFER)."""
         grad = "fp32" if self.grad_dtype == "fp32" else cfg.grad_dtype
         mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
-        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
+        reduce = self.grad_reduce_dtype if cfg.grad_reduce_dtype == "auto" else \
+            cfg.grad_reduce_dtype
+        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem,
+                       grad_reduce_dtype=reduce)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
-                "grad_dtype": self.grad_dtype, "tp_comm_overlap": self.tp_comm_overlap,
+                "grad_dtype": self.grad_dtype, "grad_reduce_dtype": self.grad_reduce_dtype,
+                "tp_comm_overlap": self.tp_comm_overlap,
                 "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
                 "fused_optimizer": self.fused_optimizer,
                 "tp_backward_overlap": self.tp_backward_overlap,
