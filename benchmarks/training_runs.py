@@ -772,16 +772,19 @@ def _llmfoundry() -> list[TrainingRun]:
             train={"micro_batch": mb, "seq_len": seq, "precision": "bf16-mixed", "dp": gpus,
                    "fsdp": "full", "global_batch": gbatch,
                    "recompute": "full" if ac else "none", "attention": "flash",
-                   "fused": True, "dropout": False},
+                   "fused": False, "dropout": False,
+                   "grad_reduce_dtype": "grad" if mp == "pure" else "fp32"},
             metrics=(Metric("mfu_pct", mfu, "llmfoundry-mfu", False, True,
                             note=f"HFU {hfu} %, {tflops:g} model TFLOP/s, {tps} tokens/s/GPU, "
                                  f"{params_b}B params (csv)"),),
             source=_LF, verification="VERIFIED-primary",
             inferred=("attention: flash (attn_impl triton, FlashAttention-style kernel)",
-                      "fused: True (low_precision_layernorm; no torch.compile)",
-                      "grad_dtype: auto = bf16 in memory; amp_bf16 rows (FSDP DEFAULT) "
-                      "reduce-scatter fp32 gradients, twice the bytes gpuplan assumes"
-                      if mp == "amp" else "grad_dtype: auto (FSDP PURE reduces in bf16)"),
+                      "fused: False (eager MPT: no torch.compile in submit_benchmarks.py; "
+                      "LayerNorm, GELU and residual adds are separate kernels)",
+                      "grad_dtype: auto = bf16 in memory; grad_reduce_dtype: fp32 for the "
+                      "amp_bf16 rows (Composer FSDP mixed_precision DEFAULT: reduce_dtype "
+                      "float32)" if mp == "amp" else
+                      "grad_dtype: auto; grad_reduce_dtype: grad (FSDP PURE reduces in bf16)"),
             notes=f"FSDP FULL_SHARD over {gpus} GPUs, mixed precision "
                   f"{'PURE' if mp == 'pure' else 'DEFAULT'} ({prec}), activation checkpointing "
                   f"{ac}, micro-batch {mb} x grad-accum {ga}, limit_all_gathers. 1600 Gb/s "

@@ -86,12 +86,19 @@ def test_overlapped_collectives_slow_compute_by_the_measured_share():
 def test_overlap_slowdown_scales_with_the_link_rate_across_nodes():
     c = default_cluster(get_device("h100"), 16)
     ratio = c.scale_out.bw_bytes_per_s / c.scale_up.bw_bytes_per_s  # 50 / 450 GB/s
+    up, out = c.scale_up.achievable_bytes_per_s, c.scale_out.achievable_bytes_per_s
     assert contention_weight(8, 8, c) == 1.0
-    assert contention_weight(16, 8, c) == pytest.approx(ratio)
+    assert contention_weight(16, 1, c) == pytest.approx(ratio)  # one GPU per node: all network
+    # 2 nodes x 8 GPUs, hierarchical: 7/8 of the bytes on NVLink (weight 1), then 1/2 of 1/8
+    # on the network (weight = the ratio); time-weighted
+    t_up, t_out = 7 / 8 / up, 1 / 2 / 8 / out
+    want = (t_up + t_out * ratio) / (t_up + t_out)
+    assert contention_weight(16, 8, c) == pytest.approx(want)
+    assert ratio < want < 1
     two = _step("llama-3-8b", 16, replace(FSDP_JOB, dp=16, global_batch=64), "fsdp")
     hidden = two.comm_time_s - two.comm_exposed_s  # hidden FSDP traffic across 2 nodes
     assert two.breakdown["overlap_slowdown"] == pytest.approx(
-        OVERLAP_COMPUTE_SLOWDOWN * ratio * hidden)
+        OVERLAP_COMPUTE_SLOWDOWN * want * hidden)
 
 
 def test_overlap_slowdown_never_negative_with_few_micro_batches():

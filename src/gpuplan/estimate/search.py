@@ -59,6 +59,7 @@ from gpuplan.estimate.training import (
     full_recompute_derivable,
     group_comm,
     pp_local,
+    reduce_bytes_per_param,
     step_time,
     timing_profile,
     with_full_recompute,
@@ -214,7 +215,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
                       grp.comm.tp_ar, grp.comm.a2a)
     i = int(np.argmax(compute + comm))
     coll = _plain(cluster, memo)
-    bpp, params = state_bytes_per_param(g), float(tab.params[i])
+    bpp, params = reduce_bytes_per_param(g), float(tab.params[i])
     ar = dp_collectives(0, dp, g.cp, g.tp, dp * g.cp, bpp, params, gpn, coll)[0]
     rs, ag = dp_collectives(1, dp, g.cp, g.tp, dp * g.cp, bpp, params, gpn, coll)[1:3]
     rs3, ag3 = dp_collectives(3, dp, g.cp, g.tp, dp * g.cp, bpp, params, gpn, coll)[3:]

@@ -136,12 +136,24 @@ def overlap_slowdown(hidden_s: Array, slowdown: float) -> Array:
 
 def contention_weight(group: Array, local: Array, cluster: Cluster) -> Array:
     """Share of the measured overlap slowdown (overlap_slowdown) a hidden collective causes:
-    1 when its group sits in one node, at the scale-up rate Lee et al. measured at; a group
-    spanning nodes moves data at the network's rate, so its kernels hold SMs and HBM
-    bandwidth scale_out/scale_up as hard (NCCL's load on the GPU scales with the bytes per
-    second it moves)."""
+    NCCL's load on the GPU scales with the bytes per second it moves, so a group inside one
+    node (the scale-up rate Lee et al. measured at) weighs 1 and the network stage of a group
+    spanning nodes weighs scale_out/scale_up. A group with `local` > 1 GPUs per node runs
+    hierarchically (estimate.comm.collective_time): its intra-node stage, (g-1)/g of the bytes
+    at the scale-up rate, weighs 1; the inter-node stage, (k-1)/k of 1/g of the bytes at the
+    network rate, weighs the ratio; the weight is their time-weighted mean."""
+    up = cluster.scale_up.achievable_bytes_per_s
+    out = cluster.scale_out.achievable_bytes_per_s
     ratio = min(1.0, cluster.scale_out.bw_bytes_per_s / cluster.scale_up.bw_bytes_per_s)
-    return np.where(np.asarray(group) <= np.asarray(local), 1.0, ratio)
+    group = np.asarray(group, dtype=float)
+    g = np.maximum(1.0, np.minimum(np.asarray(local, dtype=float), group))
+    nodes = np.ceil(group / g)
+    t_up = (g - 1) / g / up
+    t_out = (nodes - 1) / nodes / g / out
+    share_up = t_up / np.maximum(t_up + t_out, 1e-30)
+    spanning = share_up + (1 - share_up) * ratio
+    w = np.where(nodes <= 1, 1.0, spanning)
+    return float(w) if w.ndim == 0 else w
 
 
 def offload_step_time(local_params: Array, bpp: dict[str, float], cluster: Cluster) -> Array:

@@ -273,6 +273,21 @@ def dp_local(tp: int, cp: int, gpn: int) -> int:
     return max(1, gpn // (tp * cp)) if tp * cp < gpn else 1
 
 
+FP32_BYTES = 4.0
+
+
+def reduce_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
+    """state_bytes_per_param as the data-parallel collectives move them: gradients reduced in
+    fp32 (grad_reduce_dtype) travel at 4 bytes per parameter whatever dtype backward wrote
+    them in (PyTorch FSDP MixedPrecision(reduce_dtype=torch.float32) upcasts before the
+    reduce-scatter; Composer's FSDP mixed_precision 'DEFAULT' sets it: mosaicml/composer
+    v0.16.4 composer/trainer/mosaic_fsdp_utils.py get_mixed_precision)."""
+    bpp = state_bytes_per_param(cfg)
+    if cfg.grad_reduce_dtype == "fp32":
+        return {**bpp, "gradients": max(bpp["gradients"], FP32_BYTES)}
+    return bpp
+
+
 def dp_collectives(z: int, dp: int, cp: int, tp: int, shard_group: int, bpp: dict[str, float],
                    st_params: float, gpn: int, coll: Coll) -> tuple[float, ...]:
     """(all-reduce, reduce-scatter, all-gather, ZeRO-3 reduce-scatter, ZeRO-3 all-gather) of
@@ -353,7 +368,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     t_p2p = (coll("pipeline activations, per micro-batch", "send_recv", gc.act_bytes, 2,
                   pp_local(cfg.tp, cfg.dp, cfg.cp, gpn)) if pp > 1 else 0.0)
     pp_total, pp_exposed = (float(x) for x in pp_comm(t_p2p, pp, n_micro, v, overlap))
-    bpp, sync_params = state_bytes_per_param(cfg), st0.params
+    bpp, sync_params = reduce_bytes_per_param(cfg), st0.params
     if cfg.lora.active:  # only the adapters have gradients and optimizer states
         lw, lg, _, ld = lora_states(m, replace(cfg, zero=0, fsdp="none"), st0)
         bpp, sync_params = {**bpp, "weights": lw, "gradients": lg}, 1.0  # bytes per stage
@@ -364,8 +379,9 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
         overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers)))
     if cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
-        hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params * state_bytes_per_param(
-            cfg)["gradients"] / cfg.shard_group, cfg.dp // cfg.shard_group, 1)
+        hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params *
+                      reduce_bytes_per_param(cfg)["gradients"] / cfg.shard_group,
+                      cfg.dp // cfg.shard_group, 1)
         dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
     t_opt = float(optimizer_time(ld["trainable_params"] if cfg.lora.active else st0.params,
                                  cfg.shard_group if cfg.zero_stage >= 1 else 1,

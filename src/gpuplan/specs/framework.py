@@ -60,6 +60,9 @@ class Framework:
     fp8_grad_dtype: Literal["auto", "fp32"] | None = None
     """the gradient dtype of the stack's FP8 recipes where it differs from grad_dtype (Megatron:
     its H100 FP8 example passes --grad-reduce-in-bf16); None = grad_dtype"""
+    grad_reduce_dtype: Literal["grad", "fp32"] = "grad"
+    """dtype of the data-parallel gradient reduction when the job leaves it 'auto': the
+    gradients' own, or fp32 (FSDP MixedPrecision reduce_dtype=float32)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
 
@@ -72,12 +75,16 @@ class Framework:
                                              self.fp8_grad_dtype is not None) else self.grad_dtype
         grad = "fp32" if stack_grad == "fp32" else cfg.grad_dtype
         mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
-        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem)
+        reduce = self.grad_reduce_dtype if cfg.grad_reduce_dtype == "auto" else \
+            cfg.grad_reduce_dtype
+        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem,
+                       grad_reduce_dtype=reduce)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
                 "grad_dtype": self.grad_dtype, "fp8_grad_dtype": self.fp8_grad_dtype,
+                "grad_reduce_dtype": self.grad_reduce_dtype,
                 "tp_comm_overlap": self.tp_comm_overlap,
                 "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
                 "fused_optimizer": self.fused_optimizer,

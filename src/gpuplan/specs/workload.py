@@ -45,6 +45,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "precision": get_args(Precision), "optimizer": get_args(Optimizer),
     "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
     "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32"),
+    "grad_reduce_dtype": ("auto", "grad", "fp32"),
 }
 
 
@@ -73,6 +74,11 @@ class TrainConfig:
     grad_dtype: Literal["auto", "fp32"] = "auto"
     """auto: gradients in the compute dtype (16-bit for mixed precision); fp32: accumulated in
     fp32 (Megatron-LM main_grad)"""
+    grad_reduce_dtype: Literal["auto", "grad", "fp32"] = "auto"
+    """dtype the data-parallel gradient reduction moves: grad = the gradients' own dtype;
+    fp32 = upcast and reduced in fp32 (PyTorch FSDP MixedPrecision(reduce_dtype=float32), as
+    Composer's FSDP 'DEFAULT' mixed precision sets it); auto = as the training stack does
+    (specs.framework), else the gradients' dtype. Communication only: no memory effect"""
     offload_optimizer: bool = False
     global_batch: int | None = None
     dropout: bool = True
@@ -167,7 +173,7 @@ class InferConfig:
 
 TRAIN_ONLY = ("global_batch", "precision", "optimizer", "zero", "fsdp", "dp", "pp", "cp", "ep",
               "sp", "virtual_stages", "recompute", "attention", "grad_dtype",
-              "offload_optimizer", "dropout", "fused", "target")
+              "grad_reduce_dtype", "offload_optimizer", "dropout", "fused", "target")
 """TrainConfig fields that an inference job has no use for"""
 
 _OPTION = {"sp": "--sequence-parallel", "grad_dtype": "--grad-fp32", "dropout": "--no-dropout"}
