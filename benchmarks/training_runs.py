@@ -893,7 +893,7 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
             fw = row["framework"]
             if fw in ("llm-foundry", "fsdp"):
                 train["fsdp"] = "full"
-            elif fw == "megatron":
+            elif fw in ("megatron", "nemo"):  # the distributed optimizer of both profiles
                 train["zero"] = 1
             metric = Metric(row["metric"], float(row["value"]), _CSV_METRIC[row["metric"]],
                             row["metric"] == "tflops_per_gpu" or None,
@@ -907,6 +907,13 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                     x.strip() for x in row["inferred"].split(";") if x.strip()),
                 notes=row["notes"], split=split, framework=fw))
     return out
+
+
+XLA_FAMILIES: frozenset[str] = frozenset({"dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411"})
+"""Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
+its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
+models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
+FSDP, like every other row)."""
 
 
 def _all_runs() -> tuple[TrainingRun, ...]:

@@ -154,3 +154,14 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
             assert tokens == pytest.approx(published, rel=0.004)
         checked += 1
     assert checked == 52
+
+
+def test_megatron_family_rows_run_the_distributed_optimizer(tr):
+    # both Megatron-Core profiles (megatron, nemo) shard the optimizer (ZeRO-1); FSDP stacks
+    # shard everything; a row's stack decides, not its family
+    for _, row in _rows():
+        run = tr.by_id(row["run_id"])
+        if row["framework"] in ("megatron", "nemo"):
+            assert run.train.get("zero") == 1, run.run_id
+        elif row["framework"] in ("fsdp", "llm-foundry"):
+            assert run.train.get("fsdp") == "full", run.run_id
