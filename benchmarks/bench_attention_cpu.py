@@ -31,6 +31,7 @@ def one_round(quick: bool) -> dict[str, object]:
     mem = memory.stream("cpu", clock, memory.stream_buffer_bytes(llc, "cpu", quick), 0.4)
     prof = {"device": "cpu", "date": datetime.date.today().isoformat(), "identity": identity("cpu"),
             "matmul_flops_per_s": compute.flops_by_dtype(mm),
+            "matmul": {dt: x.to_json() for dt, x in mm.items()},  # the size sweep, as bench saves
             "memory_bw_bytes_per_s": mem["bw_bytes_per_s"]}
     spec, eff = prediction_target(prof)
     a = fusion.measure_attention("cpu", clock, spec, eff, quick)
