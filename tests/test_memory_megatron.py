@@ -124,3 +124,16 @@ def test_megatron_gradient_buckets_are_views_of_its_buffer():
     meg = train_memory(m, d, get_framework("megatron").apply(job))
     assert hf.other_items["gradient_buckets"] == 2 * 25 * 2**20
     assert meg.other_items.get("gradient_buckets", 0) == 0
+
+
+def test_nemo_profile_extends_megatron_except_its_gradient_dtype():
+    import dataclasses
+
+    from gpuplan.specs.framework import get_framework
+
+    mega, nemo = get_framework("megatron"), get_framework("nemo")
+    own = {"name", "description", "source", "date", "allocator", "notes", "grad_dtype"}
+    for f in dataclasses.fields(mega):
+        if f.name not in own:
+            assert getattr(nemo, f.name) == getattr(mega, f.name), f.name
+    assert (mega.grad_dtype, nemo.grad_dtype) == ("fp32", "auto")  # main_grad vs bf16 buffers

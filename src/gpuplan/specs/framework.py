@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from gpuplan.errors import InputError, UnknownNameError
 from gpuplan.specs.memory_behaviour import INFER, behaviour_for
@@ -134,8 +134,22 @@ def get_framework(name: str | None) -> Framework:
         raise InputError("--framework", name, "auto or one of: " + ", ".join(names))
     if name not in names:
         raise UnknownNameError("--framework", name, ["auto", *names])
-    raw = tomllib.loads((_DIR / f"{name}.toml").read_text(encoding="utf-8"))
+    raw = _profile_fields(name)
     try:
         return Framework(**raw)
     except TypeError as e:
         raise InputError(f"framework file {name}.toml", str(e), "the Framework fields") from None
+
+
+def _profile_fields(name: str) -> dict[str, Any]:
+    """A profile file's fields; `extends = "other"` takes the other profile's fields first (one
+    level: NeMo 2 runs Megatron-Core's kernels and overlap, with its own gradient dtype)."""
+    raw: dict[str, Any] = tomllib.loads((_DIR / f"{name}.toml").read_text(encoding="utf-8"))
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if base not in framework_names() or base == name:
+        raise InputError(f"framework file {name}.toml extends", base, "another profile's name")
+    parent = tomllib.loads((_DIR / f"{base}.toml").read_text(encoding="utf-8"))
+    parent.pop("extends", None)
+    return {**parent, **raw}

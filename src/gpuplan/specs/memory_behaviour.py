@@ -157,20 +157,21 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "layers' linear inputs saved for backward; embedding and output_layer stay "
                  "bf16; FP8 primary weights as Megatron-LM's H100 FP8 example runs "
                  "(examples/llama/train_llama3_8b_h100_fp8.sh: --fp8-param-gather)")),
-    "nemo": MemoryBehaviour(
-        name="nemo", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
-        ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
-        fp8_saves_quantized_inputs=True,
-        sources=("Megatron-Core under NeMo 2 / Megatron-Bridge: as megatron; their FP8 "
-                 "precision recipes set fp8_param_gather=True too (NeMo "
-                 "nemo/collections/llm/recipes/precision/mixed_precision.py bf16_with_fp8_mixed; "
-                 "Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
-                 "bf16_with_fp8_delayed_scaling_mixed / _current_scaling_mixed)",)),
     "deepspeed": MemoryBehaviour(
         name="deepspeed", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         sources=("DeepSpeed ZeRO-3 prefetch (stage3_prefetch_bucket_size) of the next "
                  "module; the model's own loss (fp32 cross-entropy)",)),
 }
+BEHAVIOURS["nemo"] = replace(
+    BEHAVIOURS["megatron"], name="nemo",
+    sources=(*BEHAVIOURS["megatron"].sources,
+             "Megatron-Core under NeMo 2 / Megatron-Bridge: as megatron; their FP8 precision "
+             "recipes set fp8_param_gather=True too (NeMo "
+             "nemo/collections/llm/recipes/precision/mixed_precision.py bf16_with_fp8_mixed; "
+             "Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
+             "bf16_with_fp8_delayed_scaling_mixed / _current_scaling_mixed)"))
+"""NeMo 2 / Megatron-Bridge keep Megatron-Core's memory behaviour (their gradient dtype is the
+framework profile's, catalog/frameworks/nemo.toml)."""
 
 
 MIDDLE = MemoryBehaviour(
