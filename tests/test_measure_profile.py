@@ -208,3 +208,17 @@ def test_profile_size_sweep_sets_the_rate_of_each_matmul_size():
     assert op_time(small, cpu, eff).compute_s == pytest.approx(3 * 2.0 * 512**3 / 3e11)
     assert "measured sweep" in eff.source
     assert size_curve(PROFILE, "fp32") == ()  # a profile without a sweep keeps the flat rate
+
+
+def test_a_malformed_sweep_is_ignored_not_trusted():
+    from gpuplan.estimate.efficiency import size_curve
+
+    bad = {**PROFILE, "matmul": {"fp32": {"sizes": [
+        {"flops": 1e9, "flops_per_s": 1e12},  # no shape: not a square of the sweep
+        {"m": 64, "n": 64, "k": 64, "flops": 5.2e5, "flops_per_s": float("nan")},
+        {"m": 128, "n": 128, "k": 128, "flops": 4.2e6, "flops_per_s": True},
+        "junk"]}}}
+    assert size_curve(bad, "fp32") == ()
+    assert size_curve({**PROFILE, "matmul": {"fp32": "x"}}, "fp32") == ()
+    eff = efficiency_from_profile(bad, get_device("epyc-9654"))
+    assert eff.measured_rate("fp32", 1e9) == 5e13  # the sustained rate, untouched

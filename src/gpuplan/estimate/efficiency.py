@@ -320,7 +320,8 @@ def size_curve(profile: Mapping[str, Any], dtype: str) -> tuple[tuple[float, flo
     if not isinstance(sizes, list):
         return ()
     pts = sorted((float(p["flops"]), float(p["flops_per_s"])) for p in sizes
-                 if isinstance(p, Mapping) and p.get("m") == p.get("n") == p.get("k")
+                 if isinstance(p, Mapping) and _is_pos(p.get("m"))
+                 and p.get("m") == p.get("n") == p.get("k")
                  and _is_pos(p.get("flops")) and _is_pos(p.get("flops_per_s")))
     out: list[tuple[float, float]] = []
     for f, r in pts:
