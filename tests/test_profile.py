@@ -49,14 +49,16 @@ def profile_json(env: dict[str, str], script: str, *opts: str, **kw: object) -> 
 @pytest.mark.slow
 def test_input_wait_share_matches_the_scripts_own_measurement(env, tmp_path):
     log = tmp_path / "steps.jsonl"
-    r = profile_json(env, "slow_loader.py", "--steps", "5", "--warmup", "2",
+    # 12 measured steps, not 5: the shares are ratios of a few tens of ms, and on a loaded
+    # 2-core machine 5 steps left the two within 0.051 once (profiler overhead per step varies)
+    r = profile_json(env, "slow_loader.py", "--steps", "12", "--warmup", "2",
                      args=(str(log), "0.004", "0"))
     assert r.keys() >= CONTRACT and set(r["breakdown_s"]) == PHASES
-    assert r["steps"] == 5
+    assert r["steps"] == 12
     # the script logs each step after opt.step(); the last measured step is stopped inside
-    # opt.step(), so it logs measured steps 1-4 of 5 (lines 3-6)
+    # opt.step(), so it logs measured steps 1-11 of 12 (lines 3-13)
     rows = [json.loads(line) for line in log.read_text().splitlines()][2:]
-    assert len(rows) == 4
+    assert len(rows) == 11
     own = sum(x["wait_s"] for x in rows) / sum(x["step_s"] for x in rows)
     assert abs(r["input_wait_fraction"] - own) <= 0.05, (r["input_wait_fraction"], own)
     assert r["advice"][0]["kind"] == "input_pipeline"
