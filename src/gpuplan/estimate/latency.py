@@ -307,6 +307,9 @@ def step_model(m: ModelSpec, device: Device, cfg: ServeConfig, eff: Efficiency |
                       "eager-gpu": "eager PyTorch: host dispatch per op overlaps the GPU",
                       "eager-cpu": "eager PyTorch on a CPU: dispatch per op adds"}[execution],
         "kernels_per_layer": kernels,
+        "matmuls_per_step": matmuls_per_step(m, cfg.fused),
+        "prefill_logits": "every prompt position (Hugging Face's default logits_to_keep=0)"
+        if cfg.logits_all_positions else "the last position of each prompt",
         "kernel_overhead_s": eff.kernel_overhead_s if execution != "graph"
         else GRAPH_KERNEL_GAP_S,
         "paged_kv_slowdown": PAGED_KV_SLOWDOWN if cfg.attention == "paged" else None,
