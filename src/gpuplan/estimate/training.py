@@ -273,9 +273,6 @@ def dp_local(tp: int, cp: int, gpn: int) -> int:
     return max(1, gpn // (tp * cp)) if tp * cp < gpn else 1
 
 
-FP32_BYTES = 4.0
-
-
 def reduce_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
     """state_bytes_per_param as the data-parallel collectives move them: gradients reduced in
     fp32 (grad_reduce_dtype) travel at 4 bytes per parameter whatever dtype backward wrote
@@ -284,7 +281,7 @@ def reduce_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
     v0.16.4 composer/trainer/mosaic_fsdp_utils.py get_mixed_precision)."""
     bpp = state_bytes_per_param(cfg)
     if cfg.grad_reduce_dtype == "fp32":
-        return {**bpp, "gradients": max(bpp["gradients"], FP32_BYTES)}
+        return {**bpp, "gradients": max(bpp["gradients"], DTYPE_BYTES["fp32"])}
     return bpp
 
 
