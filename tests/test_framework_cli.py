@@ -107,3 +107,22 @@ def test_memory_framework_sets_fused_kernels_and_names_the_profile(capsys):
     assert abs(mega["per_gpu"]["activations"] - fused["per_gpu"]["activations"]) < 4096 * 16
     assert mega["per_gpu"]["gradients"] != base["per_gpu"]["gradients"]
     assert mega["total_bytes"] != base["total_bytes"]
+
+
+def test_grad_compute_dtype_overrides_the_stack_fp32_main_grad(capsys):
+    args = ("memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096", "--tp", "8",
+            "--framework", "megatron")
+    mega = _json(capsys, *args)
+    bf16 = _json(capsys, *args, "--grad-compute-dtype")
+    # Megatron keeps fp32 main_grad (4 bytes/param); --grad-reduce-in-bf16 keeps 2
+    assert mega["per_gpu"]["gradients"] == 2 * bf16["per_gpu"]["gradients"]
+    assert bf16["per_gpu"]["weights"] == mega["per_gpu"]["weights"]
+
+
+def test_grad_flags_together_are_one_line_exit_2():
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", "memory", "llama-3-8b",
+                        "--gpu", "h100", "--grad-fp32", "--grad-compute-dtype"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "--grad-compute-dtype" in p.stderr and "--grad-fp32" in p.stderr
+    assert p.stderr.count("\n") == 1 and not p.stdout

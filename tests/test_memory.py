@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import pytest
 
@@ -228,6 +229,22 @@ def test_offload_and_eight_bit_adam():
     # 8-bit Adam: master 4 + 2 one-byte moments instead of 4 + 8
     assert eight.per_gpu["optimizer"] == pytest.approx(r.per_gpu["optimizer"] * 6 / 12, rel=1e-3)
     assert off.per_gpu["optimizer"] == 0
+
+
+def test_bf16_optimizer_states():
+    m, d = get_model("llama-2-7b"), get_device("a100")
+    base = TrainConfig(micro_batch=1, seq_len=1024)
+    r = train_memory(m, d, base)
+    moments = train_memory(m, d, replace(base, optimizer="adamw-bf16-moments"))
+    states = train_memory(m, d, replace(base, optimizer="adamw-bf16-states"))
+    # fp32 master 4 + two bf16 moments 2 + 2 = 8 of 12 bytes; a bf16 master too: 2 + 4 = 6.
+    # AdamW's 4-byte step counters (one per tensor) are not kept by these fused optimizers.
+    steps = r.per_gpu["optimizer"] - m.params() * 12
+    assert moments.per_gpu["optimizer"] == pytest.approx(m.params() * 8, abs=1)
+    assert states.per_gpu["optimizer"] == pytest.approx(m.params() * 6, abs=1)
+    assert 0 < steps < 4 * 1000
+    assert states.per_gpu["weights"] == r.per_gpu["weights"]
+    assert states.per_gpu["gradients"] == r.per_gpu["gradients"]
 
 
 def test_cli_memory_train_and_infer(capsys):

@@ -79,6 +79,10 @@ PrecisionOpt = Annotated[PrecisionChoice, typer.Option("--precision", rich_help_
 GradFp32Opt = Annotated[bool, typer.Option(
     "--grad-fp32", rich_help_panel=_KER,
     help="keep/accumulate gradients in fp32 (Megatron main_grad)")]
+GradComputeOpt = Annotated[bool, typer.Option(
+    "--grad-compute-dtype", rich_help_panel=_KER,
+    help="keep gradients in the compute dtype even where the stack keeps fp32 (Megatron-LM "
+         "--grad-reduce-in-bf16)")]
 NoDropoutOpt = Annotated[bool, typer.Option(
     "--no-dropout", rich_help_panel=_KER, help="ignore the model config's dropout rates")]
 TargetOpt = Annotated[str, typer.Option(
@@ -111,7 +115,8 @@ DEFAULTS: dict[str, Any] = {
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
     "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
     "attention": AttentionChoice(_D.attention), "fused": _D.fused,
-    "precision": PrecisionChoice(_D.precision), "grad_fp32": False, "no_dropout": False,
+    "precision": PrecisionChoice(_D.precision), "grad_fp32": False,
+    "grad_compute_dtype": False, "no_dropout": False,
     "target": _D.target, "cuda_context_gb": None, "fragmentation": None,
     "finetune": FinetuneChoice(_L.finetune), "lora_rank": _L.rank,
     "lora_targets": ",".join(_L.targets), "paged_optimizer": _L.paged_optimizer,
@@ -125,6 +130,14 @@ def cuda_context_bytes(gb: float | None, device_kind: str) -> int:
     return _D.cuda_context_bytes if gb is None else int(gb * 1e9)
 
 
+def grad_dtype(o: dict[str, Any]) -> str:
+    """--grad-fp32 / --grad-compute-dtype -> TrainConfig.grad_dtype (at most one of them)."""
+    if o["grad_fp32"] and o.get("grad_compute_dtype"):
+        raise InputError("--grad-compute-dtype", True, "not together with --grad-fp32 (pick "
+                         "one gradient dtype)")
+    return "fp32" if o["grad_fp32"] else "compute" if o.get("grad_compute_dtype") else "auto"
+
+
 def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
     """The CLI's job options (names as in DEFAULTS) -> one validated TrainConfig."""
     if o["target"] not in ("auto", "cpu", "cuda"):
@@ -134,7 +147,7 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         optimizer=o["optimizer"].value, zero=o["zero"], fsdp=o["fsdp"].value, dp=dp,
         tp=o["tp"], pp=o["pp"], cp=o["cp"], ep=o["ep"], sp=o["sequence_parallel"],
         virtual_stages=o["virtual_stages"], recompute=o["recompute"].value,
-        attention=o["attention"].value, grad_dtype="fp32" if o["grad_fp32"] else "auto",
+        attention=o["attention"].value, grad_dtype=grad_dtype(o),
         offload_optimizer=o["offload_optimizer"], global_batch=o["global_batch"],
         dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
         cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
@@ -156,6 +169,6 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
             "dp": o.get("dp", 1), "pp": o["pp"], "cp": o["cp"], "ep": o["ep"], "sp": o["sequence_parallel"],
             "virtual_stages": o["virtual_stages"], "recompute": o["recompute"].value,
             "attention": o["attention"].value,
-            "grad_dtype": "fp32" if o["grad_fp32"] else "auto",
+            "grad_dtype": grad_dtype(o),
             "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
             "fused": o["fused"], "target": o["target"]}

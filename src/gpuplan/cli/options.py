@@ -42,6 +42,8 @@ class OptimizerChoice(str, Enum):
     sgd = "sgd"
     adam8bit = "adam8bit"
     adafactor = "adafactor"
+    adamw_bf16_moments = "adamw-bf16-moments"
+    adamw_bf16_states = "adamw-bf16-states"
 
 
 class RecomputeChoice(str, Enum):

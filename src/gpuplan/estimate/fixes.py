@@ -62,6 +62,7 @@ def train_command(model: str, device: str, c: TrainConfig) -> str:
     if c.virtual_stages > 1:
         parts.append(f"--virtual-stages {c.virtual_stages}")
     for flag, on in (("--fused", c.fused), ("--grad-fp32", c.grad_dtype == "fp32"),
+                     ("--grad-compute-dtype", c.grad_dtype == "compute"),
                      ("--no-dropout", not c.dropout)):
         if on:
             parts.append(flag)

@@ -84,13 +84,16 @@ def state_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
     Mixed precision keeps 16-bit weights for compute and an fp32 master copy counted with the
     optimizer: AdamW = 2 + 2 + (4 master + 4 + 4 moments) = 16 bytes (ZeRO §3.1, K = 12).
     8-bit Adam keeps two 1-byte moments (+ an fp32 absmax per 2048-block; Dettmers et al.
-    2022); SGD one fp32 momentum; Adafactor factored second moments (counted per matrix)."""
+    2022); SGD one fp32 momentum; Adafactor factored second moments (counted per matrix);
+    bf16 moments (adamw-bf16-moments) 2 + 2, a bf16 master copy too (adamw-bf16-states) 2 + 4
+    (specs.workload.Optimizer)."""
     mixed = cfg.precision != "fp32"
     w = 2.0 if mixed else 4.0
     g = 4.0 if (cfg.grad_dtype == "fp32" or not mixed) else 2.0
-    master = 4.0 if mixed else 0.0
+    master = 0.0 if not mixed else 2.0 if cfg.optimizer == "adamw-bf16-states" else 4.0
     moments = {"adamw": 8.0, "adam": 8.0, "sgd": 4.0, "adam8bit": 2.0 + 8.0 / 2048,
-               "adafactor": 0.0}[cfg.optimizer]
+               "adafactor": 0.0, "adamw-bf16-moments": 4.0,
+               "adamw-bf16-states": 4.0}[cfg.optimizer]
     return {"weights": w, "gradients": g, "optimizer": master + moments}
 
 

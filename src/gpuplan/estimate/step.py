@@ -19,9 +19,11 @@ Array = Any
 """a float or a numpy array of them"""
 
 OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit": 20.0,
+                             "adamw-bf16-moments": 20.0, "adamw-bf16-states": 16.0,
                              "adafactor": 16.0}
 """Bytes an optimizer step reads and writes per local parameter (AdamW, mixed precision: read
-fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights)."""
+fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights);
+with bf16 moments 4 + 2 + 4 read, 4 + 4 + 2 written = 20; with a bf16 master too 16."""
 
 UNFUSED_OPTIMIZER_BYTES_PER_PARAM = {"adamw": 88.0, "adam": 80.0}
 """Bytes per local parameter of an unfused AdamW step, one memory pass per tensor op on fp32

@@ -73,7 +73,8 @@ class Framework:
         otherwise the one the layout implies (memory_behaviour.INFER)."""
         stack_grad = self.fp8_grad_dtype if (cfg.precision == "fp8-mixed" and
                                              self.fp8_grad_dtype is not None) else self.grad_dtype
-        grad = "fp32" if stack_grad == "fp32" else cfg.grad_dtype
+        grad = "fp32" if stack_grad == "fp32" and cfg.grad_dtype != "compute" \
+            else cfg.grad_dtype
         mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
         reduce = self.grad_reduce_dtype if cfg.grad_reduce_dtype == "auto" else \
             cfg.grad_reduce_dtype

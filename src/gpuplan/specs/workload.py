@@ -25,7 +25,12 @@ from gpuplan.specs.memory_behaviour import (
 from gpuplan.specs.model import ModelSpec
 
 Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
-Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor"]
+Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor", "adamw-bf16-moments",
+                    "adamw-bf16-states"]
+"""adamw-bf16-moments: fp32 master weights, bf16 first and second moments (Megatron-Core
+--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; DeepSeek-V3
+report, arXiv:2412.19437 §3.3.2); adamw-bf16-states: the master copy and both moments in bf16
+(apex DistributedFusedAdam(dtype=torch.bfloat16), NeMo's distributed_fused_adam `dtype: bf16`)"""
 Recompute = Literal["none", "selective", "full"]
 Fsdp = Literal["none", "full", "hybrid"]
 Attention = Literal["flash", "naive"]
@@ -44,7 +49,7 @@ INFER_FRAGMENTATION = 0.05
 _CHOICES: dict[str, tuple[str, ...]] = {
     "precision": get_args(Precision), "optimizer": get_args(Optimizer),
     "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
-    "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32"),
+    "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32", "compute"),
     "grad_reduce_dtype": ("auto", "grad", "fp32"),
 }
 
@@ -71,9 +76,11 @@ class TrainConfig:
     virtual_stages: int = 1
     recompute: Recompute = "none"
     attention: Attention = "flash"
-    grad_dtype: Literal["auto", "fp32"] = "auto"
-    """auto: gradients in the compute dtype (16-bit for mixed precision); fp32: accumulated in
-    fp32 (Megatron-LM main_grad)"""
+    grad_dtype: Literal["auto", "fp32", "compute"] = "auto"
+    """auto: as the training stack keeps them (the compute dtype, 16-bit for mixed precision,
+    unless its profile keeps fp32); fp32: accumulated in fp32 (Megatron-LM main_grad);
+    compute: in the compute dtype even where the stack's default is fp32 (Megatron-LM
+    --grad-reduce-in-bf16, NeMo distributed_fused_adam grad_sync_dtype: bf16)"""
     grad_reduce_dtype: Literal["auto", "grad", "fp32"] = "auto"
     """dtype the data-parallel gradient reduction moves: grad = the gradients' own dtype;
     fp32 = upcast and reduced in fp32 (PyTorch FSDP MixedPrecision(reduce_dtype=float32), as
@@ -185,7 +192,8 @@ def refuse_train_only(given: dict[str, object]) -> None:
     defaults = {f.name: f.default for f in fields(TrainConfig)}
     for name in TRAIN_ONLY:
         if name in given and given[name] != defaults[name]:
-            option = _OPTION.get(name, "--" + name.replace("_", "-"))
+            option = "--grad-compute-dtype" if given[name] == "compute" else \
+                _OPTION.get(name, "--" + name.replace("_", "-"))
             raise InputError(option, given[name], "nothing with --mode infer (a training-only "
                              "option)")
 
