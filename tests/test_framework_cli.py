@@ -126,3 +126,15 @@ def test_grad_flags_together_are_one_line_exit_2():
     assert p.returncode == 2
     assert "--grad-compute-dtype" in p.stderr and "--grad-fp32" in p.stderr
     assert p.stderr.count("\n") == 1 and not p.stdout
+
+
+@pytest.mark.parametrize(("alias", "profile"), [("torchtitan", "fsdp"), ("Megatron-LM", "megatron"),
+                                                ("megatron-bridge", "nemo"),
+                                                ("composer", "llm-foundry")])
+def test_framework_aliases_name_the_same_profile(capsys, alias, profile):
+    by_alias = _json(capsys, *TRAIN, "--framework", alias)
+    by_name = _json(capsys, *TRAIN, "--framework", profile)
+    assert by_alias["assumptions"]["framework"]["name"] == profile
+    assert by_alias["assumptions"]["framework"]["chosen"] == f"named by the user as {alias!r}"
+    assert by_alias["tokens_per_s"] == by_name["tokens_per_s"]
+    assert by_alias["memory"]["total_bytes"] == by_name["memory"]["total_bytes"]

@@ -65,6 +65,8 @@ class Framework:
     gradients' own, or fp32 (FSDP MixedPrecision reduce_dtype=float32)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
+    named_as: str = ""
+    """the alias the user named the profile by (FRAMEWORK_ALIASES); '' = its own name"""
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
@@ -94,7 +96,8 @@ class Framework:
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
                 "source": f"{self.source} ({self.date})",
-                "chosen": self.chosen_by or "named by the user"}
+                "chosen": self.chosen_by or ("named by the user" + (
+                    f" as {self.named_as!r}" if self.named_as else ""))}
 
 
 _DIR = resources.files("gpuplan") / "catalog" / "frameworks"
@@ -119,27 +122,51 @@ def auto_framework(cfg: TrainConfig) -> tuple[str, str]:
 
 def resolve_framework(name: str | None, cfg: TrainConfig) -> Framework:
     """The named profile, or (None or 'auto') the one `cfg`'s layout implies."""
-    if name in (None, "auto"):
+    if name is None or name.strip().lower() == "auto":
         picked, why = auto_framework(cfg)
         return replace(get_framework(picked), chosen_by=why)
     return get_framework(name)
 
 
+FRAMEWORK_ALIASES: dict[str, str] = {
+    "torchtitan": "fsdp", "fsdp2": "fsdp", "fully_shard": "fsdp",
+    "megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron",
+    "megatron-deepspeed": "megatron", "nemo1": "megatron",
+    "nemo2": "nemo", "megatron-bridge": "nemo",
+    "llmfoundry": "llm-foundry", "composer": "llm-foundry", "mosaicml": "llm-foundry",
+    "huggingface": "hf", "transformers": "hf", "trainer": "hf", "accelerate": "hf",
+    "zero": "deepspeed",
+}
+"""Other names users give the stacks the profiles describe (case-insensitive): torchtitan is
+FSDP2, Megatron-DeepSpeed and NeMo 1 run Megatron's kernels, Megatron-Bridge is NeMo 2,
+Composer is llm-foundry's trainer."""
+
+
+def canonical_framework(name: str) -> str:
+    """A profile name or alias (any case, surrounding spaces) -> the profile's name."""
+    key = name.strip().lower()
+    return FRAMEWORK_ALIASES.get(key, key)
+
+
 def get_framework(name: str | None) -> Framework:
-    """The named profile; None or 'auto': the profile of a plain data-parallel job (use
-    resolve_framework to infer it from a layout)."""
-    if name in (None, "auto"):
+    """The named profile (or an alias of it, FRAMEWORK_ALIASES); None or 'auto': the profile of
+    a plain data-parallel job (use resolve_framework to infer it from a layout)."""
+    if name is not None and name.strip().lower() == "auto":
+        name = None
+    if name is None:
         return resolve_framework(None, TrainConfig())
     names = framework_names()
-    if name is None or not name.strip():
+    if not name.strip():
         raise InputError("--framework", name, "auto or one of: " + ", ".join(names))
-    if name not in names:
-        raise UnknownNameError("--framework", name, ["auto", *names])
-    raw = _profile_fields(name)
+    canon = canonical_framework(name)
+    if canon not in names:
+        raise UnknownNameError("--framework", name, ["auto", *names, *FRAMEWORK_ALIASES])
+    raw = _profile_fields(canon)
     try:
-        return Framework(**raw)
+        fw = Framework(**raw)
     except TypeError as e:
-        raise InputError(f"framework file {name}.toml", str(e), "the Framework fields") from None
+        raise InputError(f"framework file {canon}.toml", str(e), "the Framework fields") from None
+    return fw if canon == name else replace(fw, named_as=name)
 
 
 def _profile_fields(name: str) -> dict[str, Any]:
