@@ -114,7 +114,8 @@ def test_the_split_rule_is_the_issues():
                 "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
                 "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
                 "dgxc-paxml-h100-2411", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
-                "megascale-megatron-a100"):
+                "megascale-megatron-a100", "dgxc-nemo-h100-2504", "mtnlg-530b-a100",
+                "olmo-core-h100-2024"):
         assert split[fam] == "validation"
 
 
@@ -133,6 +134,23 @@ def test_nemotron4_shapes_count_as_the_15b_report(tr):
     assert 2 * vocab * h / 1e9 == pytest.approx(3.2, abs=0.06)
 
 
+def test_olmo_core_shapes_follow_llama_like_rounding(tr):
+    """OLMo-core @e27ba74 TransformerConfig.llama_like: ffn = int(8d/3), x 1.3 for llama3_8B,
+    rounded up to hidden_size_multiple_of (256; llama3_8B 1024); vocab = dolma2's 100278
+    padded to a multiple of 128. Per layer 4·d² attention (MHA; GQA 8 of 32 heads: 2·d² +
+    2·d·d/4) and 3·d·ffn SwiGLU, no biases, untied embeddings."""
+    for size, (d, layers, heads, kv, ffn) in tr.OLMO_CORE_SHAPES.items():
+        mult, scale = (1024, 1.3) if size == "llama3-8b" else (256, 1.0)
+        raw = int(scale * int(8 * d / 3))
+        assert ffn == mult * -(-raw // mult), size
+        spec = tr.olmo_core(size)
+        assert spec.vocab_size == 128 * -(-100278 // 128) == 100352
+        attn = 2 * d * d + 2 * d * (kv * d // heads)
+        b = spec.params_breakdown()
+        assert b["attention"] + b["mlp"] == layers * (attn + 3 * d * ffn), size
+    assert round(tr.olmo_core("7b").params() / 1e9, 1) == 7.3  # OLMo-2-1124-7B
+
+
 def test_step_time_tables_give_tokens_per_gpu_as_stated():
     """value = sequences x seq_len / (step or iteration time x GPUs), to the csv's rounding, for
     the DGXC Benchmarking tables (H100 v24.11 and v25.04.01, GB200 v25.05; step time), the Nemotron-4 15B
@@ -141,7 +159,7 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
     and says so)."""
     fams = {"dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411",
             "dgxc-nemo-h100-2504", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
-            "megascale-megatron-a100"}
+            "megascale-megatron-a100", "mtnlg-530b-a100"}
     checked = 0
     for _, row in _rows():
         if row["family"] not in fams:
@@ -154,7 +172,23 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
         if published and "disagrees" not in row["inferred"]:
             assert tokens == pytest.approx(published, rel=0.004)
         checked += 1
-    assert checked == 76
+    assert checked == 79
+
+
+def test_mtnlg_iteration_times_give_the_quoted_tflops():
+    """Smith et al. 2022 Sec. 2.4 (as quoted): 60.1 / 50.2 / 44.4 s per 1920-sequence batch on
+    2240 / 2800 / 3360 GPUs are 126 / 121 / 113 TFLOP/s per GPU. Megatron's eq. 3 (Narayanan et
+    al. 2021: 96·B·s·l·h²·(1 + s/6h + V/16lh), recomputed forward counted) with l 105, h 20480,
+    s 2048, V 51200 reproduces them to the quoted rounding, so the transcribed times and batch
+    agree with each other."""
+    b, s, layers, h, v = 1920, 2048, 105, 20480, 51200
+    flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+    rows = [r for _, r in _rows() if r["family"] == "mtnlg-530b-a100"]
+    assert len(rows) == 3
+    for row in rows:
+        sec = _secondary(row)
+        tflops = flops / (sec["iteration_time_s"] * int(row["num_gpus"])) / 1e12
+        assert tflops == pytest.approx(sec["tflops_per_gpu"], abs=0.7), row["run_id"]
 
 
 def test_megatron_family_rows_run_the_distributed_optimizer(tr):
