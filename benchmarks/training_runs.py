@@ -922,6 +922,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["fsdp"] = "full"
             elif fw in ("megatron", "nemo"):  # the distributed optimizer of both profiles
                 train["zero"] = 1
+            if row.get("zero"):  # a ZeRO stage the row states (DeepSpeed rows)
+                train["zero"] = int(row["zero"])
             metric = Metric(row["metric"], float(row["value"]), _CSV_METRIC[row["metric"]],
                             row["metric"] == "tflops_per_gpu" or None,
                             True if row["metric"] == "tflops_per_gpu" else None,

@@ -115,7 +115,7 @@ def test_the_split_rule_is_the_issues():
                 "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
                 "dgxc-paxml-h100-2411", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
                 "megascale-megatron-a100", "dgxc-nemo-h100-2504", "mtnlg-530b-a100",
-                "olmo-core-h100-2024"):
+                "olmo-core-h100-2024", "deepspeed-azure-a100-2022"):
         assert split[fam] == "validation"
 
 
@@ -189,6 +189,26 @@ def test_mtnlg_iteration_times_give_the_quoted_tflops():
         sec = _secondary(row)
         tflops = flops / (sec["iteration_time_s"] * int(row["num_gpus"])) / 1e12
         assert tflops == pytest.approx(sec["tflops_per_gpu"], abs=0.7), row["run_id"]
+
+
+def test_deepspeed_azure_tokens_follow_from_the_logged_tflops(tr):
+    """Megatron-DeepSpeed @62bc456 training_log: TFLOP/s = 24·4·B·s·l·h²·(1 + s/6h + V/16lh)
+    / (time·GPUs) with --checkpoint-activations (factor 4) and V the padded vocab (50304 at
+    TP 1), so tokens/s/GPU = TFLOP/s / (96·l·h²·(1 + s/6h + V/16lh)); the ZeRO stage the row
+    states reaches the job."""
+    rows = [r for _, r in _rows() if r["family"] == "deepspeed-azure-a100-2022"]
+    assert len(rows) == 3
+    for row in rows:
+        m = re.fullmatch(r"gpt-h(\d+)-l(\d+)-a\d+-v(\d+)", row["model"])
+        assert m is not None
+        h, layers, v = (int(x) for x in m.groups())
+        s = int(row["seq_len"])
+        per_token = 96 * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+        tokens = _secondary(row)["tflops_per_gpu_eq3"] * 1e12 / per_token
+        assert float(row["value"]) == pytest.approx(tokens, abs=0.005), row["run_id"]
+        run = tr.by_id(row["run_id"])
+        assert run.train["zero"] == 3 and run.train["tp"] == run.train["pp"] == 1
+        assert run.train["global_batch"] == run.train["micro_batch"] * run.num_gpus
 
 
 def test_megatron_family_rows_run_the_distributed_optimizer(tr):
