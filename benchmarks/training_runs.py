@@ -861,11 +861,38 @@ def nemotron4(size: str) -> ModelSpec:
         position="rope", max_position_embeddings=4096, tie_embeddings=False)
 
 
+OLMO_CORE_SHAPES: dict[str, tuple[int, int, int, int, int]] = {
+    "1b": (2048, 18, 16, 16, 5632), "7b": (4096, 32, 32, 32, 11008),
+    "13b": (5120, 40, 40, 40, 13824), "llama3-8b": (4096, 32, 32, 8, 14336)}
+"""(d_model, layers, heads, kv heads, ffn) of TransformerConfig.olmo_1B/7B/13B and llama3_8B
+at allenai/OLMo-core @e27ba74 src/olmo_core/nn/transformer/config.py: ffn = 8d/3 (x 1.3 for
+llama3_8B) rounded up to hidden_size_multiple_of (256; 1024 for llama3_8B)."""
+
+
+def olmo_core(size: str) -> ModelSpec:
+    """The models of OLMo-core's throughput table (allenai/OLMo-core @e27ba74 README.md and
+    src/scripts/train/*.py): llama_like blocks (RMSNorm, SwiGLU, RoPE, no biases, untied
+    embeddings, no dropout); the vocab is the dolma2 tokenizer's 100278 padded to 100352
+    (TokenizerConfig.padded_vocab_size, multiple of 128), for the Llama 8B too. The OLMo
+    ('OLMo-1124') sizes use the reordered-norm block with QK-norm: the q and k RMSNorms (over
+    d_model each, MHA) are counted as two more norms per layer."""
+    d, layers, heads, kv, ff = OLMO_CORE_SHAPES[size]
+    return ModelSpec(
+        name=f"olmo-core-{size}", family="olmo2" if size != "llama3-8b" else "llama",
+        source="allenai/OLMo-core @e27ba74 src/olmo_core/nn/transformer/config.py",
+        vocab_size=100352, hidden_size=d, num_layers=layers, num_heads=heads,
+        num_kv_heads=kv, intermediate_size=ff, mlp="gated", activation="silu", norm="rmsnorm",
+        norms_per_layer=2 if size == "llama3-8b" else 4, position="rope",
+        max_position_embeddings=4096, tie_embeddings=False)
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
     if name.startswith("mpt-"):
         return mpt(name[4:], seq)
     if name.startswith("nemotron-4-"):
         return nemotron4(name[len("nemotron-4-"):])
+    if name.startswith("olmo-core-"):
+        return olmo_core(name[len("olmo-core-"):])
     m = _GPT_NAME.fullmatch(name)
     if m is None:
         return get_model(name)
@@ -895,6 +922,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["fsdp"] = "full"
             elif fw in ("megatron", "nemo"):  # the distributed optimizer of both profiles
                 train["zero"] = 1
+            if row.get("zero"):  # a ZeRO stage the row states (DeepSpeed rows)
+                train["zero"] = int(row["zero"])
             metric = Metric(row["metric"], float(row["value"]), _CSV_METRIC[row["metric"]],
                             row["metric"] == "tflops_per_gpu" or None,
                             True if row["metric"] == "tflops_per_gpu" else None,

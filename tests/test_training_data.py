@@ -114,7 +114,8 @@ def test_the_split_rule_is_the_issues():
                 "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
                 "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
                 "dgxc-paxml-h100-2411", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
-                "megascale-megatron-a100"):
+                "megascale-megatron-a100", "dgxc-nemo-h100-2504", "mtnlg-530b-a100",
+                "olmo-core-h100-2024", "deepspeed-azure-a100-2022"):
         assert split[fam] == "validation"
 
 
@@ -133,14 +134,32 @@ def test_nemotron4_shapes_count_as_the_15b_report(tr):
     assert 2 * vocab * h / 1e9 == pytest.approx(3.2, abs=0.06)
 
 
+def test_olmo_core_shapes_follow_llama_like_rounding(tr):
+    """OLMo-core @e27ba74 TransformerConfig.llama_like: ffn = int(8d/3), x 1.3 for llama3_8B,
+    rounded up to hidden_size_multiple_of (256; llama3_8B 1024); vocab = dolma2's 100278
+    padded to a multiple of 128. Per layer 4·d² attention (MHA; GQA 8 of 32 heads: 2·d² +
+    2·d·d/4) and 3·d·ffn SwiGLU, no biases, untied embeddings."""
+    for size, (d, layers, heads, kv, ffn) in tr.OLMO_CORE_SHAPES.items():
+        mult, scale = (1024, 1.3) if size == "llama3-8b" else (256, 1.0)
+        raw = int(scale * int(8 * d / 3))
+        assert ffn == mult * -(-raw // mult), size
+        spec = tr.olmo_core(size)
+        assert spec.vocab_size == 128 * -(-100278 // 128) == 100352
+        attn = 2 * d * d + 2 * d * (kv * d // heads)
+        b = spec.params_breakdown()
+        assert b["attention"] + b["mlp"] == layers * (attn + 3 * d * ffn), size
+    assert round(tr.olmo_core("7b").params() / 1e9, 1) == 7.3  # OLMo-2-1124-7B
+
+
 def test_step_time_tables_give_tokens_per_gpu_as_stated():
     """value = sequences x seq_len / (step or iteration time x GPUs), to the csv's rounding, for
-    the DGXC Benchmarking tables (H100 v24.11, GB200 v25.05; step time), the Nemotron-4 15B
+    the DGXC Benchmarking tables (H100 v24.11 and v25.04.01, GB200 v25.05; step time), the Nemotron-4 15B
     report and MegaScale's Table 2 (iteration time); the published aggregate throughput agrees
     to its rounding (one DGXC cell, Llama 3.1 70B on 2048 GPUs, disagrees with its own step time
     and says so)."""
     fams = {"dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411",
-            "dgxc-nemo-gb200-2505", "nemotron4-15b-h100", "megascale-megatron-a100"}
+            "dgxc-nemo-h100-2504", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
+            "megascale-megatron-a100", "mtnlg-530b-a100"}
     checked = 0
     for _, row in _rows():
         if row["family"] not in fams:
@@ -153,7 +172,43 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
         if published and "disagrees" not in row["inferred"]:
             assert tokens == pytest.approx(published, rel=0.004)
         checked += 1
-    assert checked == 52
+    assert checked == 79
+
+
+def test_mtnlg_iteration_times_give_the_quoted_tflops():
+    """Smith et al. 2022 Sec. 2.4 (as quoted): 60.1 / 50.2 / 44.4 s per 1920-sequence batch on
+    2240 / 2800 / 3360 GPUs are 126 / 121 / 113 TFLOP/s per GPU. Megatron's eq. 3 (Narayanan et
+    al. 2021: 96·B·s·l·h²·(1 + s/6h + V/16lh), recomputed forward counted) with l 105, h 20480,
+    s 2048, V 51200 reproduces them to the quoted rounding, so the transcribed times and batch
+    agree with each other."""
+    b, s, layers, h, v = 1920, 2048, 105, 20480, 51200
+    flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+    rows = [r for _, r in _rows() if r["family"] == "mtnlg-530b-a100"]
+    assert len(rows) == 3
+    for row in rows:
+        sec = _secondary(row)
+        tflops = flops / (sec["iteration_time_s"] * int(row["num_gpus"])) / 1e12
+        assert tflops == pytest.approx(sec["tflops_per_gpu"], abs=0.7), row["run_id"]
+
+
+def test_deepspeed_azure_tokens_follow_from_the_logged_tflops(tr):
+    """Megatron-DeepSpeed @62bc456 training_log: TFLOP/s = 24·4·B·s·l·h²·(1 + s/6h + V/16lh)
+    / (time·GPUs) with --checkpoint-activations (factor 4) and V the padded vocab (50304 at
+    TP 1), so tokens/s/GPU = TFLOP/s / (96·l·h²·(1 + s/6h + V/16lh)); the ZeRO stage the row
+    states reaches the job."""
+    rows = [r for _, r in _rows() if r["family"] == "deepspeed-azure-a100-2022"]
+    assert len(rows) == 3
+    for row in rows:
+        m = re.fullmatch(r"gpt-h(\d+)-l(\d+)-a\d+-v(\d+)", row["model"])
+        assert m is not None
+        h, layers, v = (int(x) for x in m.groups())
+        s = int(row["seq_len"])
+        per_token = 96 * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+        tokens = _secondary(row)["tflops_per_gpu_eq3"] * 1e12 / per_token
+        assert float(row["value"]) == pytest.approx(tokens, abs=0.005), row["run_id"]
+        run = tr.by_id(row["run_id"])
+        assert run.train["zero"] == 3 and run.train["tp"] == run.train["pp"] == 1
+        assert run.train["global_batch"] == run.train["micro_batch"] * run.num_gpus
 
 
 def test_megatron_family_rows_run_the_distributed_optimizer(tr):
