@@ -107,6 +107,9 @@ class TrainingRun:
     """'calibration' (constants may be fitted on it) or 'validation' (hold-out: scored once)"""
     framework: str = ""
     """framework profile (gpuplan/catalog/frameworks); '' = FAMILY_FRAMEWORK[family]"""
+    activations_offloaded: bool = False
+    """the run kept activations in CPU memory (DeepSpeed activation offload), which gpuplan does
+    not model: timed, not memory-scored (memory_not_scored)"""
 
     @property
     def primary(self) -> Metric:
@@ -924,6 +927,9 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["zero"] = 1
             if row.get("zero"):  # a ZeRO stage the row states (DeepSpeed rows)
                 train["zero"] = int(row["zero"])
+            offload = row.get("offload") or ""  # what the run's recipe keeps in CPU memory
+            if "optimizer" in offload:
+                train["offload_optimizer"] = True
             metric = Metric(row["metric"], float(row["value"]), _CSV_METRIC[row["metric"]],
                             row["metric"] == "tflops_per_gpu" or None,
                             True if row["metric"] == "tflops_per_gpu" else None,
@@ -934,7 +940,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train=train, metrics=(metric,), source=f"{row['source']} ({row['source_location']})",
                 verification=row["verification"], inferred=tuple(
                     x.strip() for x in row["inferred"].split(";") if x.strip()),
-                notes=row["notes"], split=split, framework=fw))
+                notes=row["notes"], split=split, framework=fw,
+                activations_offloaded="activations" in offload))
     return out
 
 
@@ -943,6 +950,17 @@ XLA_FAMILIES: frozenset[str] = frozenset({"dgxc-maxtext-h100-2411", "dgxc-paxml-
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row)."""
+
+
+def memory_not_scored(run: TrainingRun) -> str:
+    """Why the memory harnesses do not score `run` ('' = scored): JAX/XLA families
+    (XLA_FAMILIES) and runs that offload activations to the host (not modelled). Both rules were
+    fixed before the rows were predicted."""
+    if run.family in XLA_FAMILIES:
+        return "XLA: memory not scored"
+    if run.activations_offloaded:
+        return "activation offload: memory not scored"
+    return ""
 
 
 def _all_runs() -> tuple[TrainingRun, ...]:

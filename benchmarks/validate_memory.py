@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from training_runs import H100_96GB, RUNS, XLA_FAMILIES, run_device
+from training_runs import H100_96GB, RUNS, memory_not_scored, run_device
 
 from gpuplan.estimate.memory import MemoryResult, TrainConfig, train_memory
 from gpuplan.specs.catalog import get_device, get_model
@@ -164,12 +164,12 @@ def run_config(run: Any, named: bool = True) -> TrainConfig:
 
 
 def ran(split: str, named: bool = True) -> list[FitRow]:
-    """training_runs.RUNS of one split: all ran (TPU rows and JAX/XLA families on GPUs
-    skipped: no PyTorch caching allocator; XLA plans memory statically)."""
+    """training_runs.RUNS of one split: all ran (TPU rows, JAX/XLA families on GPUs and runs
+    that offload activations skipped: training_runs.memory_not_scored)."""
     return [_fit(run.run_id, run.split, run.family, run.model, run_device(run.device),
                  run_config(run, named))
             for run in RUNS if run.split == split and not run.device.startswith("TPU")
-            and run.family not in XLA_FAMILIES]
+            and not memory_not_scored(run)]
 
 
 def documented_fits() -> list[FitRow]:

@@ -52,9 +52,9 @@ from training_runs import (  # noqa: E402
     OWN_CSV_RUN_IDS,
     RUNS,
     SKIPPED,
-    XLA_FAMILIES,
     Metric,
     TrainingRun,
+    memory_not_scored,
     run_device,
 )
 
@@ -235,7 +235,7 @@ def stats(rows: list[Row]) -> dict[str, Any]:
         "rows": len(rows), "predicted": len(errs),
         "no_prediction": sum(1 for r in rows if r.predicted is None),
         "memory_model_misses": sum(1 for r in rows if not r.fits_as_given
-                                   and r.run.family not in XLA_FAMILIES),
+                                   and not memory_not_scored(r.run)),
         "median_abs_error_pct": _percentile(errs, 50) if errs else None,
         "p90_abs_error_pct": _percentile(errs, 90) if errs else None,
         "max_abs_error_pct": max(errs) if errs else None,
@@ -271,8 +271,8 @@ def print_table(rows: list[Row]) -> None:
         flags = []
         if not r.metric.primary:
             flags.append("secondary")
-        if not r.fits_as_given and r.run.family in XLA_FAMILIES:
-            flags.append("XLA: memory not scored")
+        if not r.fits_as_given and memory_not_scored(r.run):
+            flags.append(memory_not_scored(r.run))
         elif not r.fits_as_given:
             flags.append("mem-miss" if r.predicted is not None else "mem-miss: not timed")
         name = f"{r.metric.column} ({r.metric.convention})"
