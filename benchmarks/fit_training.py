@@ -1,15 +1,17 @@
-"""Fit the one remaining training constant, check it family by family.
+"""Fit the remaining training constants, check them family by family.
 
-The constant is `end_to_end` (gpuplan.estimate.efficiency.TRAINING_END_TO_END): the share of
-the kernel ceilings that matmul and attention ops realise inside a whole training step. Every
-other efficiency comes from a sourced mechanism (device ceilings, GEMM quantization, attention
-kernel tables, framework overlaps).
+The constants are the end-to-end factors (gpuplan.estimate.efficiency.END_TO_END_BY_STACK):
+the share of the kernel ceilings that matmul and attention ops realise inside a whole training
+step, one per stack class (Framework.end_to_end_class: 'megatron' for Megatron-LM/Megatron-Core/
+NeMo, 'pytorch' for the PyTorch-native stacks). Every other efficiency comes from a sourced
+mechanism (device ceilings, GEMM quantization, attention kernel tables, framework overlaps).
 
-Objective (chosen before looking at results): the median over families of each family's
-median |error|, so a family with many rows (llm-foundry) weighs as much as one with a single
-run; ties broken by the same statistic at the 90th percentile. Only calibration families are
-ever fitted on; the validation (hold-out) families in benchmarks/data/training_validation.csv
-are never used here.
+Objective (chosen before looking at results, for one factor; applied to each class on its own
+rows, so the two fits are independent): the median over families of each family's median
+|error|, so a family with many rows (llm-foundry) weighs as much as one with a single run; ties
+broken by the same statistic at the 90th percentile. Only calibration families are ever fitted
+on; the validation (hold-out) families in benchmarks/data/training_validation.csv are never
+used here.
 
     PYTHONPATH=src python benchmarks/fit_training.py          # fit on all calibration families
     PYTHONPATH=src python benchmarks/validate_training.py --lofo   # leave one family out
@@ -25,27 +27,43 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from training_runs import CALIBRATION_FAMILIES, RUNS
+from training_runs import CALIBRATION_FAMILIES, NOT_FITTED_FAMILIES, RUNS
 from validate_training import Row, _percentile, run_all, split_of
+
+from gpuplan.specs.framework import get_framework
+
+CLASSES: tuple[str, ...] = ("pytorch", "megatron")
+"""stack classes (gpuplan.specs.framework.Framework.end_to_end_class)"""
 
 GRID: tuple[float, ...] = tuple(round(0.50 + 0.02 * i, 2) for i in range(26))  # 0.50 .. 1.00
 """Candidate end-to-end factors."""
 
 
-def _family_errors(rows: list[Row]) -> dict[str, list[float]]:
+ErrorTable = dict[float, dict[str, list[float]]]
+"""grid value -> family -> |error| % of its primary rows"""
+
+
+def _class_of(framework: str) -> str:
+    return get_framework(framework).end_to_end_class
+
+
+def _family_errors(rows: list[Row], cls: str | None = None) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for r in rows:
-        if r.metric.primary and r.error_pct is not None:
+        if r.metric.primary and r.error_pct is not None and (
+                cls is None or _class_of(r.run.framework) == cls):
             out.setdefault(r.run.family, []).append(abs(r.error_pct))
     return out
 
 
 def grid_errors(families: tuple[str, ...] = CALIBRATION_FAMILIES,
-                grid: tuple[float, ...] = GRID) -> dict[float, dict[str, list[float]]]:
-    """|error| % of every primary row of `families`, per grid value and family."""
+                grid: tuple[float, ...] = GRID) -> dict[str, ErrorTable]:
+    """Per stack class, the |error| % of every primary row of `families` whose stack is of that
+    class, per grid value and family (each row only depends on its own class's factor)."""
     runs = [r for r in RUNS if r.family in families]
     splits = split_of()
-    return {e: _family_errors(run_all(runs, splits, end_to_end=e)) for e in grid}
+    rows = {e: run_all(runs, splits, end_to_end=e) for e in grid}
+    return {c: {e: _family_errors(rows[e], c) for e in grid} for c in CLASSES}
 
 
 def objective(errs: dict[str, list[float]], families: list[str]) -> tuple[float, float]:
@@ -57,44 +75,56 @@ def objective(errs: dict[str, list[float]], families: list[str]) -> tuple[float,
     return statistics.median(med), statistics.median(p90)
 
 
-def fit(table: dict[float, dict[str, list[float]]], families: list[str]) -> float:
-    """The grid value minimising the objective on `families`."""
-    return min(table, key=lambda e: objective(table[e], families))
+def fit(table: ErrorTable, families: list[str]) -> float:
+    """The grid value minimising the objective on `families` (one class's table), leaving out
+    the families on unmodelled devices (training_runs.NOT_FITTED_FAMILIES)."""
+    fitted = [f for f in families if f not in NOT_FITTED_FAMILIES]
+    return min(table, key=lambda e: objective(table[e], fitted))
+
+
+def fit_classes(tables: dict[str, ErrorTable], families: list[str]) -> dict[str, float]:
+    """Each class's factor, fitted on the families with rows of that class."""
+    return {c: fit(t, families) for c, t in tables.items()}
 
 
 @dataclass
 class FamilyResult:
     family: str
-    end_to_end: float
-    """fitted without this family"""
+    end_to_end: dict[str, float]
+    """the factor of each class the family has rows of, fitted without this family"""
     n: int
     median_abs_error_pct: float
     p90_abs_error_pct: float
     max_abs_error_pct: float
 
 
-def lofo(table: dict[float, dict[str, list[float]]]) -> list[FamilyResult]:
-    """Leave one family out: fit on the others, score the family left out."""
-    fams = [f for f in CALIBRATION_FAMILIES if any(table[e].get(f) for e in table)]
+def lofo(tables: dict[str, ErrorTable]) -> list[FamilyResult]:
+    """Leave one family out: fit each class on the other families, score the family left out
+    (each of its rows at its own class's factor)."""
+    fams = [f for f in CALIBRATION_FAMILIES
+            if any(t[e].get(f) for t in tables.values() for e in t)]
     out = []
     for f in fams:
-        e = fit(table, [g for g in fams if g != f])
-        errs = table[e][f]
-        out.append(FamilyResult(f, e, len(errs), statistics.median(errs),
+        others = [g for g in fams if g != f]
+        used = {c: fit(t, others) for c, t in tables.items() if any(t[e].get(f) for e in t)}
+        errs = [x for c, e in used.items() for x in tables[c][e].get(f, [])]
+        out.append(FamilyResult(f, used, len(errs), statistics.median(errs),
                                 _percentile(errs, 90), max(errs)))
     return out
 
 
 def main() -> None:
-    table = grid_errors()
+    tables = grid_errors()
     fams = list(CALIBRATION_FAMILIES)
-    e = fit(table, fams)
-    med, p90 = objective(table[e], fams)
-    allerr = [x for f in fams for x in table[e].get(f, [])]
-    print(f"end_to_end = {e:.2f} fitted on {len(fams)} calibration families "
-          f"({len(allerr)} rows): median over families of the family median |error| "
-          f"{med:.1f} %, of the family p90 {p90:.1f} %; all rows: median "
-          f"{statistics.median(allerr):.1f} %, p90 {_percentile(allerr, 90):.1f} %")
+    fams = [f for f in fams if f not in NOT_FITTED_FAMILIES]
+    for c, e in fit_classes(tables, fams).items():
+        errs = {f: x for f, x in tables[c][e].items() if f in fams}
+        med, p90 = objective(errs, fams)
+        allerr = [x for f in fams for x in errs.get(f, [])]
+        print(f"end_to_end[{c}] = {e:.2f} fitted on {len(errs)} calibration families "
+              f"({len(allerr)} rows): median over families of the family median |error| "
+              f"{med:.1f} %, of the family p90 {p90:.1f} %; its rows: median "
+              f"{statistics.median(allerr):.1f} %, p90 {_percentile(allerr, 90):.1f} %")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,8 @@ def run_framework(run: TrainingRun, auto: bool = False) -> tuple[Framework, Trai
     return fw, fw.apply(cfg, named=True)
 
 
-def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = None,
+def run_efficiency(run: TrainingRun, device: Device,
+                   end_to_end: float | Mapping[str, float] | None = None,
                    auto: bool = False) -> Efficiency:
     """The efficiency gpuplan uses for `run`: its framework profile's attention kernel and
     overlaps on the device's measured ceilings, with the end-to-end factor given (default:
@@ -179,7 +180,7 @@ def run_efficiency(run: TrainingRun, device: Device, end_to_end: float | None = 
 
 
 def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None = None,
-             end_to_end: float | None = None, auto: bool = False
+             end_to_end: float | Mapping[str, float] | None = None, auto: bool = False
              ) -> tuple[StepResult | None, bool, str]:
     """Step time of `run`. When gpuplan's memory model rejects a configuration that the source
     ran, time it anyway on a copy of the device with the capacity check lifted (capacity is
@@ -203,7 +204,8 @@ def evaluate(run: TrainingRun, efficiency: Callable[[Device], Efficiency] | None
 
 def run_all(runs: list[TrainingRun] | tuple[TrainingRun, ...], splits: dict[str, str],
             efficiency: Callable[[Device], Efficiency] | None = None,
-            end_to_end: float | None = None, auto: bool = False) -> list[Row]:
+            end_to_end: float | Mapping[str, float] | None = None,
+            auto: bool = False) -> list[Row]:
     rows = []
     for run in runs:
         res, fits, note = evaluate(run, efficiency, end_to_end, auto)
@@ -394,31 +396,33 @@ def library_version() -> dict[str, Any]:
 # ---- main ---------------------------------------------------------------------------------
 
 def print_lofo(as_markdown: bool) -> int:
-    from fit_training import fit, grid_errors, lofo, objective
+    from fit_training import fit_classes, grid_errors, lofo, objective
 
-    table = grid_errors()
-    res = lofo(table)
+    tables = grid_errors()
+    res = lofo(tables)
     fams = [r.family for r in res]
-    e_all = fit(table, fams)
+    fitted = fit_classes(tables, fams)
     if as_markdown:
-        print("| family (left out) | rows | end-to-end fitted on the others | median abs error %"
-              " | p90 abs error % | max abs error % |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        print("| family (left out) | rows | stack class: end-to-end fitted on the others | "
+              "median abs error % | p90 abs error % | max abs error % |")
+        print("| --- | ---: | --- | ---: | ---: | ---: |")
     else:
-        print(f"{'family (left out)':<24} {'n':>4} {'e2e':>5} {'med|err|%':>9} {'p90|err|%':>9}"
-              f" {'max|err|%':>9}")
+        print(f"{'family (left out)':<28} {'n':>4} {'e2e':>18} {'med|err|%':>9} "
+              f"{'p90|err|%':>9} {'max|err|%':>9}")
     for r in res:
+        e2e = ", ".join(f"{c} {e:.2f}" for c, e in r.end_to_end.items())
         if as_markdown:
-            print(f"| {r.family} | {r.n} | {r.end_to_end:.2f} | {r.median_abs_error_pct:.1f} | "
+            print(f"| {r.family} | {r.n} | {e2e} | {r.median_abs_error_pct:.1f} | "
                   f"{r.p90_abs_error_pct:.1f} | {r.max_abs_error_pct:.1f} |")
         else:
-            print(f"{r.family:<24} {r.n:>4} {r.end_to_end:>5.2f} {r.median_abs_error_pct:>9.1f}"
+            print(f"{r.family:<28} {r.n:>4} {e2e:>18} {r.median_abs_error_pct:>9.1f}"
                   f" {r.p90_abs_error_pct:>9.1f} {r.max_abs_error_pct:>9.1f}")
     lo = [r.median_abs_error_pct for r in res]
-    med, _ = objective(table[e_all], fams)
+    objs = ", ".join(f"{c} {e:.2f} (objective {objective(tables[c][e], fams)[0]:.1f} %)"
+                     for c, e in fitted.items())
     print(f"\nLOFO: median over families of the left-out family's median |error| "
           f"{_percentile(lo, 50):.1f} %, worst family {max(lo):.1f} %; fitted on all "
-          f"calibration families: end-to-end {e_all:.2f} (objective {med:.1f} %)")
+          f"calibration families: {objs}")
     return 0
 
 

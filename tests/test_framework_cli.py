@@ -11,7 +11,7 @@ import pytest
 
 from gpuplan.cli.main import main
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.efficiency import TRAINING_END_TO_END
+from gpuplan.estimate.efficiency import END_TO_END_BY_STACK
 from gpuplan.specs.device_file import device_from_record
 
 TRAIN = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
@@ -31,7 +31,10 @@ def test_train_names_the_framework_profile(capsys):
     assert foundry["assumptions"]["efficiency"]["attention_kernel"] == "fa2"
     # same layout, cuDNN attention (49 % of peak) beats FlashAttention-2 (31 %) on H100
     assert mega["tokens_per_s"] > foundry["tokens_per_s"]
-    assert mega["assumptions"]["efficiency"]["end_to_end"] == TRAINING_END_TO_END
+    # each stack class realises its own fitted end-to-end share (efficiency.END_TO_END_BY_STACK)
+    assert mega["assumptions"]["framework"]["end_to_end_class"] == "megatron"
+    assert mega["assumptions"]["efficiency"]["end_to_end"] == END_TO_END_BY_STACK["megatron"]
+    assert foundry["assumptions"]["efficiency"]["end_to_end"] == END_TO_END_BY_STACK["pytorch"]
 
 
 def test_train_default_framework_is_stated(capsys):

@@ -75,8 +75,22 @@ def test_lofo_fits_without_the_family_it_scores(bench, monkeypatch):
     monkeypatch.setattr(f, "CALIBRATION_FAMILIES", ("a", "b", "c"))
     table = {0.6: {"a": [1.0, 2.0], "b": [30.0], "c": [2.0]},
              0.8: {"a": [9.0, 9.0], "b": [1.0], "c": [9.0]}}
-    res = {r.family: r for r in f.lofo(table)}
-    assert res["b"].end_to_end == 0.6 and res["b"].median_abs_error_pct == 30.0
+    res = {r.family: r for r in f.lofo({"pytorch": table})}
+    assert res["b"].end_to_end == {"pytorch": 0.6} and res["b"].median_abs_error_pct == 30.0
     # leaving out a: b and c give median(30, 2) = 16 at 0.6 and median(1, 9) = 5 at 0.8
-    assert res["a"].end_to_end == 0.8
+    assert res["a"].end_to_end == {"pytorch": 0.8}
     assert res["a"].n == 2 and res["a"].median_abs_error_pct == 9.0
+
+
+def test_stack_classes_are_fitted_on_their_own_families(bench, monkeypatch):
+    """Two classes, each row depending only on its own class's factor: the megatron family m
+    prefers 0.8, the pytorch families a and b 0.6; each class gets its own value, and a family
+    of one class is scored only at its class's factor, fitted without it."""
+    f = bench["fit"]
+    monkeypatch.setattr(f, "CALIBRATION_FAMILIES", ("a", "b", "m", "n"))
+    tables = {"pytorch": {0.6: {"a": [1.0], "b": [2.0]}, 0.8: {"a": [9.0], "b": [8.0]}},
+              "megatron": {0.6: {"m": [12.0], "n": [10.0]}, 0.8: {"m": [1.0], "n": [3.0]}}}
+    assert f.fit_classes(tables, ["a", "b", "m", "n"]) == {"pytorch": 0.6, "megatron": 0.8}
+    res = {r.family: r for r in f.lofo(tables)}
+    assert res["m"].end_to_end == {"megatron": 0.8} and res["m"].median_abs_error_pct == 1.0
+    assert res["a"].end_to_end == {"pytorch": 0.6}

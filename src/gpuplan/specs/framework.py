@@ -63,6 +63,9 @@ class Framework:
     grad_reduce_dtype: Literal["grad", "fp32"] = "grad"
     """dtype of the data-parallel gradient reduction when the job leaves it 'auto': the
     gradients' own, or fp32 (FSDP MixedPrecision reduce_dtype=float32)"""
+    end_to_end_class: Literal["pytorch", "megatron"] = "pytorch"
+    """which fitted end-to-end factor the stack's steps realise
+    (estimate.efficiency.END_TO_END_BY_STACK)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
     named_as: str = ""
@@ -95,6 +98,7 @@ class Framework:
                 "param_gather_overlap": self.param_gather_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
+                "end_to_end_class": self.end_to_end_class,
                 "source": f"{self.source} ({self.date})",
                 "chosen": self.chosen_by or ("named by the user" + (
                     f" as {self.named_as!r}" if self.named_as else ""))}
