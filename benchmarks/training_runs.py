@@ -927,6 +927,10 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["zero"] = 1
             if row.get("zero"):  # a ZeRO stage the row states (DeepSpeed rows)
                 train["zero"] = int(row["zero"])
+            if row.get("optimizer"):  # the optimizer (state dtypes) the recipe names
+                train["optimizer"] = row["optimizer"]
+            if row.get("grad_dtype"):  # gradients kept as the recipe says, not the stack default
+                train["grad_dtype"] = row["grad_dtype"]
             offload = row.get("offload") or ""  # what the run's recipe keeps in CPU memory
             if "optimizer" in offload:
                 train["offload_optimizer"] = True
@@ -951,6 +955,19 @@ its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memo
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row)."""
 
+
+PROMOTED_FAMILIES: frozenset[str] = frozenset({
+    "torchtitan-a100", "llama3-405b-h100", "llmfoundry-h100-fp8", "torchtitan-h100-2024",
+    "torchtitan-h100-asynctp-2025", "torchtitan-h200-trainy-2025", "nemo-h100-2407",
+    "mbridge-h100", "mbridge-b200", "mbridge-gb200", "torchao-b200-2025",
+    "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
+    "nemotron4-15b-h100", "megascale-megatron-a100", "dgxc-paxml-h100-2411",
+    "dgxc-nemo-gb200-2505"})
+"""Hold-out families scored once, at stop 9 or 10 (benchmarks/results/
+training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt), then moved to calibration
+at stop 11: their rows are in data/training_calibration.csv after the earlier calibration
+rows. Each hold-out family is scored once and then used for fitting; new families replace
+them in data/training_validation.csv."""
 
 NOT_FITTED_FAMILIES: frozenset[str] = frozenset({
     "torchtitan-h100-2024", "torchtitan-h100-asynctp-2025", "torchao-b200-2025"})

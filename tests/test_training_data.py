@@ -240,3 +240,19 @@ def test_offload_column_reaches_the_job_and_the_memory_rule(tr):
     assert tr.memory_not_scored(one_t) == tr.memory_not_scored(base) == ""
     assert tr.memory_not_scored(tr.by_id("dgxc2411-h100-paxml-gpt3-175b-fp8-g128")).startswith(
         "XLA")
+
+
+def test_nemotron4_340b_rows_carry_the_yamls_bf16_optimizer(tr):
+    """dgxc-benchmarking @35a9aec nemotron/nemotron4-340b-synth.yaml: distributed_fused_adam
+    with dtype bf16 and grad_sync_dtype bf16; the 15B yaml sets neither (fp32 defaults)."""
+    from gpuplan.estimate.memory import state_bytes_per_param
+    from gpuplan.specs.framework import get_framework
+    from gpuplan.specs.workload import TrainConfig
+
+    big = tr.by_id("dgxc2411-h100-nemotron4-340b-bf16-g128")
+    small = tr.by_id("dgxc2411-h100-nemotron4-15b-bf16-g16")
+    mega = get_framework("megatron")
+    bpp = state_bytes_per_param(mega.apply(TrainConfig(**big.train)))
+    assert bpp == {"weights": 2.0, "gradients": 2.0, "optimizer": 6.0}
+    bpp15 = state_bytes_per_param(mega.apply(TrainConfig(**small.train)))
+    assert bpp15 == {"weights": 2.0, "gradients": 4.0, "optimizer": 12.0}
