@@ -976,7 +976,7 @@ scored but the end-to-end factors are not fitted on them (benchmarks/fit_trainin
 Grand Teton H100 96 GB at 500 W (H100_96GB keeps the 700 W H100 SXM peaks; torchtitan's file
 says its real peak lies between SXM and NVL) and torchao's power-limited B200 (limit not
 published). With them in the fit the PyTorch-stack factor would be 0.62 instead of 0.66
-(README)."""
+(README). A rule about the devices, set at stop 11 when these families joined calibration."""
 
 
 def memory_not_scored(run: TrainingRun) -> str:

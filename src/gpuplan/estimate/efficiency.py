@@ -220,10 +220,11 @@ constants: fitted on all calibration families at once by benchmarks/fit_training
 on its own families: objective the median over them of the family median |error|), with the
 mechanisms above in place (GEMM output store, overlap slowdown, Megatron TP overlaps, unfused
 optimizers, llm-foundry's eager element-wise kernels, fp32 gradient reduction under FSDP mixed
-precision). Fitted 2026-12-01 on 31 calibration families (two, on devices the catalog does
-not model, are scored but not fitted on: benchmarks/training_runs.NOT_FITTED_FAMILIES):
-pytorch 0.66 (13 families), megatron 0.74 (18); one factor for both would be 0.72, and its
-leave-one-family-out median error 10.1 % against 8.8 % for the two (table in the README)."""
+precision). Fitted 2026-12-01 on the 30 calibration families on modelled devices (pytorch 13,
+megatron 18: Megatron-LM 2021 Table 2 has rows of both; the three on devices the catalog does
+not model are scored, not fitted: benchmarks/training_runs.NOT_FITTED_FAMILIES). One factor
+for both would be 0.72, with a leave-one-family-out median of 10.1 % over those families
+against 8.8 % for the two (table in the README)."""
 TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 """the factor of a job whose stack is not known (training_efficiency without a framework)"""
 
