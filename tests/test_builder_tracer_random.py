@@ -1,7 +1,7 @@
 """The analytic builder equals the meta-device tracer (forward FLOPs, backward matmul FLOPs and
 the bytes autograd saves) on random small Hugging Face configurations: gpt2, llama, qwen2,
-mistral and mixtral families, batch 1-3, any number of KV heads from 1 to the query heads, tied
-or untied embeddings, eager (naive) or SDPA attention, fp32 or bf16."""
+qwen3 (query/key norms), mistral and mixtral families, batch 1-3, any number of KV heads from 1
+to the query heads, tied or untied embeddings, eager (naive) or SDPA attention, fp32 or bf16."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from gpuplan.specs.hf_config import spec_from_hf_dict
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-FAMILIES = ["gpt2", "llama", "qwen2", "mistral", "mixtral"]
+FAMILIES = ["gpt2", "llama", "qwen2", "qwen3", "mistral", "mixtral"]
 
 
 @st.composite
@@ -42,9 +42,10 @@ def configs(draw: Any) -> tuple[Any, int, int, str, str]:
                   "intermediate_size": draw(st.sampled_from([32, 48])), "vocab_size": vocab,
                   "tie_word_embeddings": tied}
         cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-               "mistral": transformers.MistralConfig,
+               "qwen3": transformers.Qwen3Config, "mistral": transformers.MistralConfig,
                "mixtral": transformers.MixtralConfig}[family]
-        extra = {"num_local_experts": 4, "num_experts_per_tok": 2} if family == "mixtral" else {}
+        extra = {"mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
+                 "qwen3": {"head_dim": head_dim}}.get(family, {})
         cfg = cls(**common, **extra)
     batch = draw(st.integers(1, 3))
     seq = draw(st.sampled_from([8, 16, 24]))

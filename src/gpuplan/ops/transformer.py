@@ -75,6 +75,7 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
         n_qkv = h * dqk + hkv * dqk + hkv * dv
         blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias,
                       saved_rows=saved_rows)
+        qk_norms(c, m, t, h, hkv)
     if m.position == "rope":
         rot = t * (h + hkv) * (dqk if not m.is_mla else (m.qk_rope_head_dim or 0))
         blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5,
@@ -111,6 +112,18 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
                       saves_input=selective)
 
 
+
+
+def qk_norms(c: Ctx, m: ModelSpec, t: float, h: int, hkv: int) -> None:
+    """Query and key norms (weight only) before RoPE on this GPU's h and hkv heads: per head
+    over head_dim (Qwen3 q_norm/k_norm, transformers models/qwen3/modeling_qwen3.py) or over
+    the whole projection (OLMo 2, models/olmo2/modeling_olmo2.py). Same elements and FLOPs."""
+    if m.qk_norm == "none":
+        return
+    dqk = m.head_size
+    for name, heads in (("attn.q_norm", h), ("attn.k_norm", hkv)):
+        rows, width = (t * heads, dqk) if m.qk_norm == "head" else (t, heads * dqk)
+        blocks.norm(c, m.norm, name, rows, width, bias=False)
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
@@ -199,6 +212,9 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     d = m.hidden_size
     pre = m.arch == "decoder"
     gemma = m.norm_plus_one
+    # parallel attention and MLP reading one shared norm (GPT-J, Falcon-7B, Phi-2): no second
+    # norm, and the MLP's first linear keeps the tensor the QKV projection already keeps
+    shared_norm = m.norms_per_layer == 1
     for window, count in attention_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
@@ -220,13 +236,13 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     for moe, count in mlp_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
-        if pre:
+        if pre and not shared_norm:
             blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
         c.component = "moe" if moe else "mlp"
         if moe:
             moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
-            mlp_block(c, m, t, loc.ff, saved_rows=tr)
+            mlp_block(c, m, t, loc.ff, saved_rows=0 if shared_norm else tr)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
@@ -306,7 +322,7 @@ def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
         blocks.activation(c, "mlm.act", m.activation, t * d)
         blocks.layernorm(c, "mlm.norm", t, d)
     # quantized checkpoints (GPTQ/AWQ, FP8) keep the LM head in 16 bits
-    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head,
+    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head or m.lm_head_bias,
                   saved_rows=logits_tokens * rep, weight_bytes=c.e)
     if loss:
         c.component = "loss"

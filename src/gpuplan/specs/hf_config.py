@@ -320,14 +320,7 @@ def _qwen2_moe(f: _Fields) -> dict[str, Any]:
     num_experts = f.integer("num_experts", 60, minimum=0)
     if num_experts == 0:
         return spec
-    step = f.integer("decoder_sparse_step", 1)
-    mlp_only = set(f.int_list("mlp_only_layers") or [])
-    dense = [i for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0]
-    if dense != list(range(len(dense))):
-        raise f.bad(
-            "mlp_only_layers", f"dense MLP layers {dense}",
-            "dense layers only at the start (mlp_only_layers = [0..k-1], decoder_sparse_step = 1)",
-        )
+    dense = _leading_dense_layers(f, num_layers)
     expert = f.integer("moe_intermediate_size", 1408)
     shared = f.integer("shared_expert_intermediate_size", 5632, minimum=0)
     if shared % expert:
@@ -341,7 +334,79 @@ def _qwen2_moe(f: _Fields) -> dict[str, Any]:
         moe_intermediate_size=expert,
         num_shared_experts=shared // expert,
         shared_expert_gate=True,
-        first_dense_layers=len(dense),
+        first_dense_layers=dense,
+    )
+    return spec
+
+
+def _leading_dense_layers(f: _Fields, num_layers: int) -> int:
+    """Qwen-MoE layouts: a layer is dense if listed in mlp_only_layers or (i + 1) is not a
+    multiple of decoder_sparse_step; only leading dense layers are supported."""
+    step = f.integer("decoder_sparse_step", 1)
+    mlp_only = set(f.int_list("mlp_only_layers") or [])
+    dense = [i for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0]
+    if dense != list(range(len(dense))):
+        raise f.bad(
+            "mlp_only_layers", f"dense MLP layers {dense}",
+            "dense layers only at the start (mlp_only_layers = [0..k-1], decoder_sparse_step = 1)",
+        )
+    return len(dense)
+
+
+def _qwen3(f: _Fields) -> dict[str, Any]:
+    # transformers models/qwen3/configuration_qwen3.py (v5): head_dim defaults to 128 and
+    # attention_bias covers q, k, v and o; modeling_qwen3.py adds q_norm/k_norm (RMSNorm over
+    # head_dim). Sliding window as Qwen2 (use_sliding_window, layers >= max_window_layers).
+    num_layers = f.integer("num_hidden_layers")
+    use_sw = f.flag("use_sliding_window", False)
+    window = f.opt_integer("sliding_window", 4096) if use_sw else None
+    mwl = f.integer("max_window_layers", 28, minimum=0)
+    default_types = [
+        "sliding_attention" if window is not None and i >= mwl else "full_attention"
+        for i in range(num_layers)
+    ]
+    bias = f.flag("attention_bias", False)
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 32),
+        head_dim=f.integer("head_dim", 128),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 32768),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        qk_norm="head",
+        **_sliding(f, num_layers, window, default_types),
+    )
+
+
+def _qwen3_moe(f: _Fields) -> dict[str, Any]:
+    # transformers models/qwen3_moe/configuration_qwen3_moe.py (v5): no head_dim field
+    # (modeling reads getattr(config, "head_dim", hidden // heads)); no shared expert; the
+    # sliding window, when used, covers every layer (Qwen3MoeAttention.sliding_window).
+    num_layers = f.integer("num_hidden_layers")
+    bias = f.flag("attention_bias", False)
+    use_sw = f.flag("use_sliding_window", False)
+    spec = _rope_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 4),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 32768),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        qk_norm="head",
+        **(_sliding_all_layers(f, 4096) if use_sw else {}),
+    )
+    num_experts = f.integer("num_experts", 128, aliases=("num_local_experts",), minimum=0)
+    if num_experts == 0:
+        return spec
+    spec.update(
+        num_experts=num_experts,
+        experts_per_token=f.integer("num_experts_per_tok", 8),
+        moe_intermediate_size=f.integer("moe_intermediate_size", 768),
+        first_dense_layers=_leading_dense_layers(f, num_layers),
     )
     return spec
 
@@ -502,6 +567,8 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "phi3": _phi3,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
 }
 
 SUPPORTED_MODEL_TYPES: Final[tuple[str, ...]] = tuple(sorted(_CONVERTERS))

@@ -23,12 +23,14 @@ which launches several kernels and keeps four tensors for backward."""
 
 
 _SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
-                 "deepseek_v3")
+                 "deepseek_v3", "qwen3", "qwen3_moe", "gpt_neox", "gpt_bigcode", "starcoder2",
+                 "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron")
+_FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode")
 FAMILY_TRAITS: dict[str, dict[str, bool]] = {
-    f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in ("gpt2", "phi3"),
+    f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
         "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2"),
-        "position_ids_buffer": f == "bert"}
-    for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt")
+        "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm"}
+    for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt", "falcon")
 }
 """Implementation traits of each supported Hugging Face model_type (transformers 4.x/5.x
 modeling files): what a config importer sets unless the spec says otherwise."""
@@ -56,7 +58,12 @@ class ModelSpec(BaseModel):
     mlp: Literal["plain", "gated"] = Field(default="plain", description="gated = SwiGLU/GeGLU")
     activation: Activation = "gelu"
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    norms_per_layer: int = Field(default=2, ge=1, le=4, description="Gemma 2 sandwich norms: 4")
+    norms_per_layer: int = Field(default=2, ge=1, le=4, description=(
+        "Gemma 2 sandwich norms: 4; one norm shared by parallel attention and MLP (GPT-J,"
+        " Falcon-7B, Phi-2): 1"))
+    qk_norm: Literal["none", "head", "all_heads"] = Field(default="none", description=(
+        "norm on queries and keys before RoPE: one head_dim weight shared by the heads (Qwen3)"
+        " or one weight per head element (OLMo 2, StableLM 2); weight only"))
     position: Literal["learned", "rope", "none"] = "rope"
     max_position_embeddings: int = Field(default=2048, gt=0)
     position_offset: int = Field(default=0, ge=0, description="extra position rows (OPT: 2)")
@@ -64,6 +71,7 @@ class ModelSpec(BaseModel):
     qkv_bias: bool = Field(default=False, description="bias on Q, K, V projections")
     out_bias: bool = Field(default=False, description="bias on the attention output projection")
     mlp_bias: bool = Field(default=False, description="bias on MLP projections")
+    lm_head_bias: bool = Field(default=False, description="bias on the LM head (GPT-J, Phi-2)")
     final_norm: bool = Field(default=True, description="norm after the last layer (decoders)")
     hidden_dropout: float = Field(default=0.0, ge=0, lt=1, description="after attn/MLP outputs")
     attention_dropout: float = Field(default=0.0, ge=0, lt=1, description="on attention probs")
@@ -122,6 +130,8 @@ class ModelSpec(BaseModel):
         "RMSNorm scales by (1 + weight) (Gemma)"))
     position_ids_buffer: bool = Field(default=False, description=(
         "position ids sliced from a registered buffer that stays saved whole (HF BERT)"))
+    qk_norm_per_head_modules: bool = Field(default=False, description=(
+        "query/key norms as one module per head (HF StableLmLayerNormPerHead)"))
 
     @model_validator(mode="before")
     @classmethod
@@ -233,7 +243,16 @@ class ModelSpec(BaseModel):
         hd, kvh = self.head_size, self.kv_heads
         q, kv, o = d * h * hd, 2 * d * kvh * hd, h * hd * d
         bias = (h * hd + 2 * kvh * hd if self.qkv_bias else 0) + (d if self.out_bias else 0)
-        return q + kv + o + bias
+        return q + kv + o + bias + self.qk_norm_params()
+
+    def qk_norm_params(self) -> int:
+        """Query and key norm weights of one layer (Qwen3 q_norm/k_norm over head_dim; OLMo 2
+        over the whole projection)."""
+        if self.qk_norm == "head":
+            return 2 * self.head_size
+        if self.qk_norm == "all_heads":
+            return (self.num_heads + self.kv_heads) * self.head_size
+        return 0
 
     def mlp_params(self, inner: int | None = None) -> int:
         """One dense MLP with inner size `inner` (default intermediate_size)."""
@@ -276,6 +295,7 @@ class ModelSpec(BaseModel):
         n = self.norm_params() if self.final_norm else 0
         if not self.tie_embeddings:
             n += self.vocab_size * d
+        n += self.vocab_size if self.lm_head_bias else 0
         if self.pooler:
             n += d * d + d
         if self.mlm_head:  # transform dense + LayerNorm + decoder bias (decoder weight tied)
@@ -319,6 +339,7 @@ class ModelSpec(BaseModel):
             attn = 2 + (1 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
         else:
             attn = 4 + (3 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
+        attn += self._qk_norm_tensors()
         gated_fused = self.fused_gate_up
         mlp = (2 if gated_fused else 3) if self.mlp == "gated" else 2
         mlp += mlp if self.mlp_bias else 0
@@ -330,9 +351,18 @@ class ModelSpec(BaseModel):
         n += ln if self.embedding_norm else 0
         n += ln if self.final_norm else 0
         n += 0 if self.tie_embeddings else 1
+        n += 1 if self.lm_head_bias else 0
         n += 2 if self.pooler else 0
         n += 2 + ln + 1 if self.mlm_head else 0
         return n
+
+    def _qk_norm_tensors(self) -> int:
+        """q_norm and k_norm weights; StableLM keeps one LayerNorm per head."""
+        if self.qk_norm == "none":
+            return 0
+        if self.qk_norm == "all_heads" and self.qk_norm_per_head_modules:
+            return self.num_heads + self.kv_heads
+        return 2
 
     def non_embedding_params(self) -> int:
         """Parameters outside the token/position embeddings (Kaplan et al. 2020 convention)."""
