@@ -88,7 +88,7 @@ def _decode_attention(c: Ctx, m: ModelSpec, b: int, keys: int, kv_e: float) -> N
         blocks.linear(c, "attn.qkv", b, d, h * dqk + hkv * (dqk + dv), bias=m.qkv_bias)
         qk_norms(c, m, b, h, hkv)
         if m.position == "rope":
-            rot = b * (h + hkv) * dqk
+            rot = b * (h + hkv) * m.rope_dim
             blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5)
         cache = b * keys * hkv * (dqk + dv) * kv_e
         flops = 2 * b * h * keys * (dqk + dv)

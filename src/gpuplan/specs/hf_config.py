@@ -112,6 +112,12 @@ class _Fields:
             raise self.bad(key, value, "a number in [0, 1)")
         return float(value)
 
+    def fraction(self, key: str, value: object) -> float:
+        """A share in (0, 1] (partial rotary factors)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise self.bad(key, value, "a number in (0, 1]")
+        return float(value)
+
     def int_list(self, key: str) -> list[int] | None:
         value = self._get(key, None, ())
         if value is None:
@@ -170,6 +176,21 @@ def _sliding(
 def _head_dim(f: _Fields) -> int | None:
     """An explicit `head_dim` (the modeling code reads it with getattr)."""
     return f.opt_integer("head_dim")
+
+
+def _rotary_dim(f: _Fields, head_dim: int, legacy: str, default: float) -> int | None:
+    """RoPE's rotated dims per head, int(head_dim x partial_rotary_factor), as transformers v5
+    reads it: `rope_parameters` (or legacy `rope_scaling`) first, then the type's legacy field
+    (GPT-NeoX rotary_pct; Phi, StableLM, Nemotron partial_rotary_factor). None = every dim."""
+    params = f.raw.get("rope_parameters") or f.raw.get("rope_scaling")
+    factor = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
+    key = "rope_parameters.partial_rotary_factor"
+    if factor is None:
+        key, factor = legacy, f.raw.get(legacy, default)
+    dim = int(head_dim * f.fraction(key, factor))
+    if dim < 1:
+        raise f.bad(key, factor, f"at least 1/{head_dim} (one rotated dim per head)")
+    return None if dim == head_dim else dim
 
 
 def _core(f: _Fields) -> dict[str, Any]:
@@ -411,6 +432,173 @@ def _qwen3_moe(f: _Fields) -> dict[str, Any]:
     return spec
 
 
+def _layernorm_decoder(f: _Fields, **kw: Any) -> dict[str, Any]:
+    """Shared fields of RoPE / LayerNorm / plain-MLP decoders (GPT-NeoX, Falcon, StarCoder2)."""
+    return {
+        "arch": "decoder",
+        "mlp": "plain",
+        "norm": "layernorm",
+        "position": "rope",
+        **_core(f),
+        **kw,
+    }
+
+
+def _gpt_neox(f: _Fields) -> dict[str, Any]:
+    # transformers models/gpt_neox/configuration_gpt_neox.py (v5): fused query_key_value
+    # (multi-head only), attention_bias on it and on dense, MLP biases always, two LayerNorms
+    # per layer. use_parallel_residual (default true) runs attention and MLP side by side on
+    # the same input: the same matmuls and norms, one saved copy of that input less. Partial
+    # rotary (rotary_pct, 0.25) only narrows RoPE's element-wise work and tables.
+    bias = f.flag("attention_bias", True)
+    hidden_dropout = f.number("hidden_dropout", 0.0)
+    head_dim = f.integer("hidden_size") // f.integer("num_attention_heads")
+    return _layernorm_decoder(
+        f,
+        parallel_residual=f.flag("use_parallel_residual", True),
+        rotary_dim=_rotary_dim(f, head_dim, "rotary_pct", 0.25),
+        activation=f.activation("hidden_act", "gelu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 2048),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=True,
+        hidden_dropout=hidden_dropout,
+        embedding_dropout=hidden_dropout,  # GPTNeoXModel.emb_dropout
+        attention_dropout=f.number("attention_dropout", 0.0),
+    )
+
+
+def _falcon_layout(f: _Fields, heads: int) -> dict[str, Any]:
+    """Falcon's attention layout and norms per layer (FalconAttention, FalconDecoderLayer)."""
+    new_arch = f.flag("new_decoder_architecture", False)
+    parallel = f.flag("parallel_attn", True)
+    if f.flag("alibi", False):
+        raise f.bad("alibi", True, "false (ALiBi position biases are not supported; RoPE is)")
+    if new_arch and not parallel:
+        raise f.bad("parallel_attn", False, "true when new_decoder_architecture is true "
+                    "(transformers runs no such layer)")
+    n_ln = f.opt_integer("num_ln_in_parallel_attn") or (2 if new_arch else 1)
+    if n_ln not in (1, 2) or (n_ln == 2 and not new_arch):
+        raise f.bad("num_ln_in_parallel_attn", n_ln,
+                    "1, or 2 with new_decoder_architecture true")
+    if new_arch:
+        kv = f.integer("num_kv_heads", heads, aliases=("n_head_kv",))
+    else:
+        kv = 1 if f.flag("multi_query", True) else heads
+    return {"num_kv_heads": kv, "norms_per_layer": n_ln if parallel else 2,
+            "parallel_residual": parallel}
+
+
+def _falcon(f: _Fields) -> dict[str, Any]:
+    # transformers models/falcon/configuration_falcon.py and modeling_falcon.py (v5): fused
+    # query_key_value; multi_query (old layout) = one K/V head, new_decoder_architecture uses
+    # num_kv_heads; parallel_attn shares one input LayerNorm between attention and MLP (two,
+    # ln_attn and ln_mlp, in the new layout); `bias` covers every linear; ffn_hidden_size
+    # defaults to 4 x hidden. The RoPE path applies no dropout to the attention probabilities.
+    # hidden_dropout is applied once per layer in parallel layers (the op model applies it
+    # after attention and after the MLP; published configs have 0.0).
+    d = f.integer("hidden_size", aliases=("n_embed",))
+    heads = f.integer("num_attention_heads", aliases=("n_head",))
+    bias = f.flag("bias", False)
+    ffn = f.opt_integer("ffn_hidden_size")
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": d,
+        "num_layers": f.integer("num_hidden_layers", aliases=("n_layer",)),
+        "num_heads": heads,
+        "intermediate_size": ffn if ffn is not None else 4 * d,
+        "mlp": "plain",
+        "activation": f.activation("activation", "gelu"),
+        "norm": "layernorm",
+        "position": "rope",
+        "max_position_embeddings": f.integer("max_position_embeddings", 2048),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "mlp_bias": bias,
+        "hidden_dropout": f.number("hidden_dropout", 0.0),
+        **_falcon_layout(f, heads),
+    }
+
+
+def _gpt_bigcode(f: _Fields) -> dict[str, Any]:
+    # transformers models/gpt_bigcode/configuration_gpt_bigcode.py (v5): GPT-2 layout (learned
+    # positions, LayerNorm, biases everywhere, fused c_attn) with multi_query (default true):
+    # one K/V head, c_attn of width hidden + 2 x head_dim.
+    if f.flag("add_cross_attention", False):
+        raise f.bad("add_cross_attention", True, "false (cross-attention is not supported)")
+    d = f.integer("n_embd", aliases=("hidden_size",))
+    heads = f.integer("n_head", aliases=("num_attention_heads",))
+    inner = f.opt_integer("n_inner")
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": d,
+        "num_layers": f.integer("n_layer", aliases=("num_hidden_layers",)),
+        "num_heads": heads,
+        "num_kv_heads": 1 if f.flag("multi_query", True) else heads,
+        "intermediate_size": inner if inner is not None else 4 * d,
+        "mlp": "plain",
+        "activation": f.activation("activation_function", "gelu_pytorch_tanh"),
+        "norm": "layernorm",
+        "position": "learned",
+        "max_position_embeddings": f.integer(
+            "n_positions", 1024, aliases=("max_position_embeddings",)
+        ),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "out_bias": True,
+        "mlp_bias": True,
+        "hidden_dropout": f.number("resid_pdrop", 0.1),
+        "attention_dropout": f.number("attn_pdrop", 0.1),
+        "embedding_dropout": f.number("embd_pdrop", 0.1),
+    }
+
+
+def _starcoder2(f: _Fields) -> dict[str, Any]:
+    # transformers models/starcoder2/configuration_starcoder2.py (v5): GQA (2 K/V heads by
+    # default), use_bias on every linear, LayerNorms with bias, plain c_fc/c_proj MLP, tied
+    # embeddings; sliding_window (default none) on every layer when set.
+    bias = f.flag("use_bias", True)
+    return _layernorm_decoder(
+        f,
+        num_kv_heads=f.integer("num_key_value_heads", 2),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "gelu_pytorch_tanh"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096),
+        tie_embeddings=f.flag("tie_word_embeddings", True),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=bias,
+        hidden_dropout=f.number("residual_dropout", 0.0),
+        embedding_dropout=f.number("embedding_dropout", 0.0),
+        attention_dropout=f.number("attention_dropout", 0.0),
+        **_sliding_all_layers(f, None),
+    )
+
+
+def _olmo2(f: _Fields) -> dict[str, Any]:
+    # transformers models/olmo2/configuration_olmo2.py and modeling_olmo2.py (v5): Llama
+    # layout with q_norm/k_norm (RMSNorm over the whole q and k projections) and the two
+    # RMSNorms of a layer applied to the attention and MLP outputs before the residual add
+    # (post_attention_layernorm, post_feedforward_layernorm) instead of to their inputs: the
+    # same norm sizes and work, so the op model keeps its pre-norm placement.
+    bias = f.flag("attention_bias", False)
+    return _rope_decoder(
+        f,
+        num_kv_heads=f.opt_integer("num_key_value_heads"),
+        head_dim=_head_dim(f),
+        activation=f.activation("hidden_act", "silu"),
+        max_position_embeddings=f.integer("max_position_embeddings", 2048),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        qk_norm="all_heads",
+    )
+
+
 def _deepseek_v3(f: _Fields) -> dict[str, Any]:
     # MLA attention; MoE from layer first_k_dense_replace on. The router's e_score_correction_bias
     # is a buffer in transformers (not a parameter); the MTP module is not instantiated.
@@ -557,18 +745,23 @@ def _opt(f: _Fields) -> dict[str, Any]:
 _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "bert": _bert,
     "deepseek_v3": _deepseek_v3,
+    "falcon": _falcon,
     "gemma": _gemma,
     "gemma2": _gemma2,
     "gpt2": _gpt2,
+    "gpt_bigcode": _gpt_bigcode,
+    "gpt_neox": _gpt_neox,
     "llama": _llama,
     "mistral": _mistral,
     "mixtral": _mixtral,
+    "olmo2": _olmo2,
     "opt": _opt,
     "phi3": _phi3,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "starcoder2": _starcoder2,
 }
 
 SUPPORTED_MODEL_TYPES: Final[tuple[str, ...]] = tuple(sorted(_CONVERTERS))

@@ -29,7 +29,9 @@ _FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode")
 FAMILY_TRAITS: dict[str, dict[str, bool]] = {
     f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
         "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2"),
-        "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm"}
+        "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm",
+        "norm_weight_fp32": f == "olmo2", "rope_tables_fp32": f == "olmo2",
+        "rope_concat": f in ("gpt_neox", "phi", "stablelm", "nemotron")}
     for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt", "falcon")
 }
 """Implementation traits of each supported Hugging Face model_type (transformers 4.x/5.x
@@ -61,6 +63,12 @@ class ModelSpec(BaseModel):
     norms_per_layer: int = Field(default=2, ge=1, le=4, description=(
         "Gemma 2 sandwich norms: 4; one norm shared by parallel attention and MLP (GPT-J,"
         " Falcon-7B, Phi-2): 1"))
+    parallel_residual: bool = Field(default=False, description=(
+        "attention and MLP both read the layer input, x + attn(ln1 x) + mlp(ln2 x) (GPT-J,"
+        " GPT-NeoX, Falcon): the same matmuls; a second norm keeps no second copy of x"))
+    rotary_dim: int | None = Field(default=None, gt=0, description=(
+        "head dims RoPE rotates (partial rotary: GPT-NeoX rotary_pct, GPT-J rotary_dim);"
+        " default all"))
     qk_norm: Literal["none", "head", "all_heads"] = Field(default="none", description=(
         "norm on queries and keys before RoPE: one head_dim weight shared by the heads (Qwen3)"
         " or one weight per head element (OLMo 2, StableLM 2); weight only"))
@@ -130,6 +138,13 @@ class ModelSpec(BaseModel):
         "RMSNorm scales by (1 + weight) (Gemma)"))
     position_ids_buffer: bool = Field(default=False, description=(
         "position ids sliced from a registered buffer that stays saved whole (HF BERT)"))
+    norm_weight_fp32: bool = Field(default=False, description=(
+        "RMSNorm multiplies its weight in fp32, then casts (HF Olmo2RMSNorm)"))
+    rope_tables_fp32: bool = Field(default=False, description=(
+        "RoPE cos/sin stay fp32 and q, k are rotated in fp32 (HF Olmo2RotaryEmbedding)"))
+    rope_concat: bool = Field(default=False, description=(
+        "RoPE'd q, k rebuilt with torch.cat (partial rotary: HF GPT-NeoX, Phi): head-major"
+        " contiguous, so the attention output is transposed back by a copy"))
     qk_norm_per_head_modules: bool = Field(default=False, description=(
         "query/key norms as one module per head (HF StableLmLayerNormPerHead)"))
 
@@ -176,6 +191,13 @@ class ModelSpec(BaseModel):
         if self.is_mla:
             return (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0)
         return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def rope_dim(self) -> int:
+        """Dims of each query/key head that RoPE rotates (MLA: the decoupled RoPE part)."""
+        if self.is_mla:
+            return self.qk_rope_head_dim or 0
+        return min(self.rotary_dim or self.head_size, self.head_size)
 
     @property
     def v_head_size(self) -> int:
