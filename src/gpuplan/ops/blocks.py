@@ -148,19 +148,36 @@ def dropout(c: Ctx, name: str, elems: float, p: float) -> None:
 
 
 def layernorm(c: Ctx, name: str, rows: float, d: int, bias: bool = True,
-              input_kept: bool = False) -> None:
+              input_kept: bool = False, kernel: str = "native", plus_one: bool = False) -> None:
     """LayerNorm (native kernel): keeps its input and the mean and rstd per row (Ba et al.
     2016); fp32 statistics on GPUs, the input dtype on the CPU. `input_kept`: another op
-    already keeps that same input tensor (a second norm of a parallel layer)."""
+    already keeps that same input tensor (a second norm of a parallel layer). Other eager
+    forms (`kernel`): "fp32_copy" runs the native kernel on an fp32 copy (HF OlmoLayerNorm),
+    which keeps that copy and fp32 statistics; "fp32_ops" writes it out in fp32 ops (HF
+    CohereLayerNorm: x - mean twice, rsqrt, two products), which keeps both x - mean, the
+    normalized value and the rstd in fp32 and an fp32 copy of the weight. `plus_one` (Nemotron
+    LayerNorm1P) also keeps the weight + 1 it builds."""
     e = c.e
     params = d * c.weight_bytes * (2 if bias else 1)
     stats = 2 * rows * (e if c.cpu else FP32)
+    saved = (0.0 if input_kept else rows * d * e) + stats
+    if kernel != "native" and not c.fused:
+        saved = _layernorm_eager_saved(e, rows, d, kernel, input_kept)
+    saved += d * e if plus_one else 0.0
     c.op(name, "norm", 5 * rows * d, rows * d * e + params, rows * d * e + stats,
-         saved=(0.0 if input_kept else rows * d * e) + stats, shape=f"{int(rows)}x{d}")
+         saved=saved, shape=f"{int(rows)}x{d}")
     if c.train:
         c.op(name, "norm", 8 * rows * d, 2 * rows * d * e + stats + params,
              rows * d * e + params * c.grad_bytes / c.weight_bytes, shape=f"{int(rows)}x{d}",
              backward=True)
+
+
+def _layernorm_eager_saved(e: float, rows: float, d: int, kernel: str, input_kept: bool) -> float:
+    n, upcast = rows * d, e != FP32
+    if kernel == "fp32_copy":  # in fp32 the copy is the input itself
+        return (n * FP32 if upcast else (0.0 if input_kept else n * e)) + 2 * rows * FP32
+    # x - mean is computed twice (for the variance and for the output): both are kept
+    return 3 * n * FP32 + rows * FP32 + (d * FP32 if upcast else 0.0)
 
 
 def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False,
@@ -196,11 +213,12 @@ def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False,
 
 
 def norm(c: Ctx, kind: str, name: str, rows: float, d: int, bias: bool = True,
-         plus_one: bool = False, fp32_weight: bool = False, input_kept: bool = False) -> None:
+         plus_one: bool = False, fp32_weight: bool = False, input_kept: bool = False,
+         kernel: str = "native") -> None:
     """LayerNorm or RMSNorm; `input_kept` applies to LayerNorm (eager RMSNorm keeps its own
     fp32 copy of the input)."""
     if kind == "layernorm":
-        layernorm(c, name, rows, d, bias, input_kept)
+        layernorm(c, name, rows, d, bias, input_kept, kernel, plus_one)
     else:
         rmsnorm(c, name, rows, d, plus_one, fp32_weight)
 

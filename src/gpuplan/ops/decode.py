@@ -42,7 +42,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     for window, count in attention_kinds(m):
         lc = replace_ctx(c, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         lc.component = "norm"
-        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
+        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm_bias)
         lc.component = "attention"
         keys = context + 1 if window is None else min(context + 1, window)
         _decode_attention(lc, m, batch, keys, kv_e)
@@ -52,7 +52,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
         lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
         lc.component = "norm"
         if m.norms_per_layer != 1:  # parallel attention + MLP share norm1
-            blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
+            blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm_bias)
         lc.component = "moe" if moe else "mlp"
         if moe:
             moe_block(lc, m, t)

@@ -120,15 +120,18 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
 
 
 def qk_norms(c: Ctx, m: ModelSpec, t: float, h: int, hkv: int) -> None:
-    """Query and key norms (weight only) before RoPE on this GPU's h and hkv heads: per head
-    over head_dim (Qwen3 q_norm/k_norm, transformers models/qwen3/modeling_qwen3.py) or over
-    the whole projection (OLMo 2, models/olmo2/modeling_olmo2.py). Same elements and FLOPs."""
+    """Query and key norms (weight only) before RoPE on this GPU's h and hkv heads: over each
+    head's head_dim (Qwen3 q_norm/k_norm, transformers models/qwen3/modeling_qwen3.py; Cohere,
+    StableLM) or over the whole projection (OLMo 2, models/olmo2/modeling_olmo2.py): the same
+    elements and FLOPs, statistics per head or per token."""
     if m.qk_norm == "none":
         return
     dqk = m.head_size
+    per_head = not m.qk_norm_over_projection  # statistics per head, or per token (OLMo 2)
     for name, heads in (("attn.q_norm", h), ("attn.k_norm", hkv)):
-        rows, width = (t * heads, dqk) if m.qk_norm == "head" else (t, heads * dqk)
-        blocks.norm(c, m.norm, name, rows, width, bias=False, fp32_weight=m.norm_weight_fp32)
+        rows, width = (t * heads, dqk) if per_head else (t, heads * dqk)
+        blocks.norm(c, m.norm, name, rows, width, bias=False, fp32_weight=m.norm_weight_fp32,
+                    kernel=m.layernorm_kernel)
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
@@ -226,8 +229,8 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
         if pre:
-            blocks.norm(c, m.norm, "norm1", tr, d, bias=m.norm == "layernorm", plus_one=gemma,
-                        fp32_weight=m.norm_weight_fp32)
+            blocks.norm(c, m.norm, "norm1", tr, d, bias=m.norm_bias, plus_one=gemma,
+                        fp32_weight=m.norm_weight_fp32, kernel=m.layernorm_kernel)
         c.component = "attention"
         _attention(c, m, impl, b, s, window, p_attn, loc)
         blocks.dropout(c, "attn.resid_dropout", tr * d, p_hidden)
@@ -245,8 +248,9 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
         if pre and not shared_norm:
-            blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma,
-                        fp32_weight=m.norm_weight_fp32, input_kept=m.parallel_residual)
+            blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm_bias, plus_one=gemma,
+                        fp32_weight=m.norm_weight_fp32, input_kept=m.parallel_residual,
+                        kernel=m.layernorm_kernel)
         c.component = "moe" if moe else "mlp"
         if moe:
             moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
@@ -324,8 +328,9 @@ def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
     vocab = loc.vocab if loc else m.vocab_size
     if m.final_norm:
         c.component = "norm"
-        blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm == "layernorm",
-                    plus_one=m.norm_plus_one, fp32_weight=m.norm_weight_fp32)
+        blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm_bias,
+                    plus_one=m.norm_plus_one, fp32_weight=m.norm_weight_fp32,
+                    kernel=m.layernorm_kernel)
     c.component = "head"
     if m.mlm_head:
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)

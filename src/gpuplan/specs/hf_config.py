@@ -264,6 +264,13 @@ def _llama(f: _Fields) -> dict[str, Any]:
     )
 
 
+def _granite(f: _Fields) -> dict[str, Any]:
+    # transformers models/granite/configuration_granite.py (v5): the Llama layout and
+    # defaults; embedding_multiplier, residual_multiplier, attention_multiplier and
+    # logits_scaling are scalars (no parameters, nothing kept for backward).
+    return _llama(f)
+
+
 def _mistral(f: _Fields) -> dict[str, Any]:
     # MistralConfig: num_key_value_heads defaults to 8, sliding_window to 4096 (all layers).
     return _rope_decoder(
@@ -599,6 +606,166 @@ def _olmo2(f: _Fields) -> dict[str, Any]:
     )
 
 
+def _phi(f: _Fields) -> dict[str, Any]:
+    # transformers models/phi/configuration_phi.py and modeling_phi.py (v5), phi-1/1.5/2:
+    # attention and MLP in parallel on one shared input_layernorm; biases on q, k, v, dense,
+    # fc1, fc2 and the LM head; partial rotary (0.5 by default).
+    if f.flag("qk_layernorm", False):
+        raise f.bad("qk_layernorm", True, "false (Phi query/key LayerNorms are not supported)")
+    d, heads = f.integer("hidden_size"), f.integer("num_attention_heads")
+    head_dim = _head_dim(f)
+    return _layernorm_decoder(
+        f,
+        num_kv_heads=f.opt_integer("num_key_value_heads"),
+        head_dim=head_dim,
+        activation=f.activation("hidden_act", "gelu_new"),
+        max_position_embeddings=f.integer("max_position_embeddings", 2048),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        lm_head_bias=True,
+        norms_per_layer=1,
+        parallel_residual=True,
+        rotary_dim=_rotary_dim(f, head_dim or d // heads, "partial_rotary_factor", 0.5),
+        hidden_dropout=f.number("resid_pdrop", 0.0),
+        embedding_dropout=f.number("embd_pdrop", 0.0),
+        attention_dropout=f.number("attention_dropout", 0.0),
+    )
+
+
+def _gptj(f: _Fields) -> dict[str, Any]:
+    # transformers models/gptj/configuration_gptj.py and modeling_gptj.py (v5): attention and
+    # MLP in parallel on one shared ln_1; no attention biases; MLP and LM-head biases; RoPE on
+    # the first rotary_dim (64) dims of each head (null: all).
+    d = f.integer("n_embd", aliases=("hidden_size",))
+    heads = f.integer("n_head", aliases=("num_attention_heads",))
+    inner = f.opt_integer("n_inner")
+    rotary = f.opt_integer("rotary_dim", 64)
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size"),
+        "hidden_size": d,
+        "num_layers": f.integer("n_layer", aliases=("num_hidden_layers",)),
+        "num_heads": heads,
+        "intermediate_size": inner if inner is not None else 4 * d,
+        "mlp": "plain",
+        "activation": f.activation("activation_function", "gelu_new"),
+        "norm": "layernorm",
+        "position": "rope",
+        "rotary_dim": rotary if rotary is not None and rotary < d // heads else None,
+        "max_position_embeddings": f.integer(
+            "n_positions", 2048, aliases=("max_position_embeddings",)
+        ),
+        "tie_embeddings": f.flag("tie_word_embeddings", False),
+        "mlp_bias": True,
+        "lm_head_bias": True,
+        "norms_per_layer": 1,
+        "parallel_residual": True,
+        "hidden_dropout": f.number("resid_pdrop", 0.0),
+        "attention_dropout": f.number("attn_pdrop", 0.0),
+        "embedding_dropout": f.number("embd_pdrop", 0.0),
+    }
+
+
+def _stablelm(f: _Fields) -> dict[str, Any]:
+    # transformers models/stablelm/configuration_stablelm.py and modeling_stablelm.py (v5):
+    # LayerNorms with bias, SwiGLU without biases, use_qkv_bias on q/k/v (never o_proj),
+    # head_dim = hidden / heads, partial rotary (0.25); use_parallel_residual shares the
+    # input_layernorm; qk_layernorm adds one bias-free LayerNorm per head on q and on k.
+    parallel = f.flag("use_parallel_residual", False)
+    d, heads = f.integer("hidden_size"), f.integer("num_attention_heads")
+    return {
+        "arch": "decoder",
+        "mlp": "gated",
+        "norm": "layernorm",
+        "position": "rope",
+        **_core(f),
+        "num_kv_heads": f.integer("num_key_value_heads", 32),
+        "activation": f.activation("hidden_act", "silu"),
+        "max_position_embeddings": f.integer("max_position_embeddings", 4096),
+        "tie_embeddings": f.flag("tie_word_embeddings", False),
+        "qkv_bias": f.flag("use_qkv_bias", False),
+        "qk_norm": "all_heads" if f.flag("qk_layernorm", False) else "none",
+        "norms_per_layer": 1 if parallel else 2,
+        "parallel_residual": parallel,
+        "rotary_dim": _rotary_dim(f, d // heads, "partial_rotary_factor", 0.25),
+        "hidden_dropout": f.number("hidden_dropout", 0.0),
+        "attention_dropout": f.number("attention_dropout", 0.0),
+    }
+
+
+def _nemotron(f: _Fields) -> dict[str, Any]:
+    # transformers models/nemotron/configuration_nemotron.py and modeling_nemotron.py (v5):
+    # plain up/down MLP with relu2 (squared ReLU: the same matmuls as ReLU, mapped to relu),
+    # LayerNorm1P (weight and bias; scales by 1 + weight), attention_bias on q, k, v, o,
+    # partial rotary (0.5).
+    act = f.text("hidden_act", "relu2")
+    d, heads = f.integer("hidden_size"), f.integer("num_attention_heads")
+    head_dim = _head_dim(f)
+    return _layernorm_decoder(
+        f,
+        num_kv_heads=f.opt_integer("num_key_value_heads"),
+        head_dim=head_dim,
+        activation="relu" if act == "relu2" else f.activation("hidden_act", "relu2"),
+        max_position_embeddings=f.integer("max_position_embeddings", 4096),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
+        qkv_bias=f.flag("attention_bias", False),
+        out_bias=f.flag("attention_bias", False),
+        mlp_bias=f.flag("mlp_bias", False),
+        rotary_dim=_rotary_dim(f, head_dim or d // heads, "partial_rotary_factor", 0.5),
+        attention_dropout=f.number("attention_dropout", 0.0),
+    )
+
+
+def _cohere(f: _Fields) -> dict[str, Any]:
+    # transformers models/cohere/configuration_cohere.py and modeling_cohere.py (v5), Command
+    # R: attention and MLP in parallel on one shared CohereLayerNorm (weight, no bias), tied
+    # embeddings, attention_bias on q, k, v, o; use_qk_norm adds weight-only LayerNorms over
+    # (heads, head_dim) on q and k. logit_scale only scales the logits.
+    bias = f.flag("attention_bias", False)
+    return {
+        "arch": "decoder",
+        "mlp": "gated",
+        "norm": "layernorm",
+        "norm_affine": "weight",
+        "position": "rope",
+        **_core(f),
+        "num_kv_heads": f.opt_integer("num_key_value_heads"),
+        "head_dim": _head_dim(f),
+        "activation": f.activation("hidden_act", "silu"),
+        "max_position_embeddings": f.integer("max_position_embeddings", 8192),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "qk_norm": "all_heads" if f.flag("use_qk_norm", False) else "none",
+        "norms_per_layer": 1,
+        "parallel_residual": True,
+        "attention_dropout": f.number("attention_dropout", 0.0),
+    }
+
+
+def _olmo(f: _Fields) -> dict[str, Any]:
+    # transformers models/olmo/configuration_olmo.py and modeling_olmo.py (v5), OLMo 1: Llama
+    # layout with OlmoLayerNorm, a LayerNorm with no weight and no bias. clip_qkv clamps the
+    # projections (one element-wise op, not modelled).
+    bias = f.flag("attention_bias", False)
+    return {
+        **_rope_decoder(
+            f,
+            num_kv_heads=f.opt_integer("num_key_value_heads"),
+            head_dim=_head_dim(f),
+            activation=f.activation("hidden_act", "silu"),
+            max_position_embeddings=f.integer("max_position_embeddings", 2048),
+            tie_embeddings=f.flag("tie_word_embeddings", False),
+            qkv_bias=bias,
+            out_bias=bias,
+        ),
+        "norm": "layernorm",
+        "norm_affine": "none",
+    }
+
+
 def _deepseek_v3(f: _Fields) -> dict[str, Any]:
     # MLA attention; MoE from layer first_k_dense_replace on. The router's e_score_correction_bias
     # is a buffer in transformers (not a parameter); the MTP module is not instantiated.
@@ -744,6 +911,7 @@ def _opt(f: _Fields) -> dict[str, Any]:
 
 _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "bert": _bert,
+    "cohere": _cohere,
     "deepseek_v3": _deepseek_v3,
     "falcon": _falcon,
     "gemma": _gemma,
@@ -751,16 +919,22 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "gpt2": _gpt2,
     "gpt_bigcode": _gpt_bigcode,
     "gpt_neox": _gpt_neox,
+    "gptj": _gptj,
+    "granite": _granite,
     "llama": _llama,
     "mistral": _mistral,
     "mixtral": _mixtral,
+    "nemotron": _nemotron,
+    "olmo": _olmo,
     "olmo2": _olmo2,
     "opt": _opt,
+    "phi": _phi,
     "phi3": _phi3,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "stablelm": _stablelm,
     "starcoder2": _starcoder2,
 }
 

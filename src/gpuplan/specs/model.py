@@ -24,13 +24,16 @@ which launches several kernels and keeps four tensors for backward."""
 
 _SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
                  "deepseek_v3", "qwen3", "qwen3_moe", "gpt_neox", "gpt_bigcode", "starcoder2",
-                 "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron")
+                 "olmo", "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron", "cohere")
 _FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode")
-FAMILY_TRAITS: dict[str, dict[str, bool]] = {
+_LAYERNORM_KERNEL = {"olmo": "fp32_copy", "cohere": "fp32_ops"}
+FAMILY_TRAITS: dict[str, dict[str, bool | str]] = {
     f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
-        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2"),
+        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2", "nemotron"),
+        "layernorm_kernel": _LAYERNORM_KERNEL.get(f, "native"),
         "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm",
-        "norm_weight_fp32": f == "olmo2", "rope_tables_fp32": f == "olmo2",
+        "norm_weight_fp32": f == "olmo2", "qk_norm_over_projection": f == "olmo2",
+        "rope_tables_fp32": f in ("olmo", "olmo2"),
         "rope_concat": f in ("gpt_neox", "phi", "stablelm", "nemotron")}
     for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt", "falcon")
 }
@@ -60,6 +63,9 @@ class ModelSpec(BaseModel):
     mlp: Literal["plain", "gated"] = Field(default="plain", description="gated = SwiGLU/GeGLU")
     activation: Activation = "gelu"
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_affine: Literal["weight_bias", "weight", "none"] = Field(default="weight_bias", description=(
+        "LayerNorm's learned parts: weight and bias; weight only (Cohere); none (OLMo 1)."
+        " RMSNorm always has a weight"))
     norms_per_layer: int = Field(default=2, ge=1, le=4, description=(
         "Gemma 2 sandwich norms: 4; one norm shared by parallel attention and MLP (GPT-J,"
         " Falcon-7B, Phi-2): 1"))
@@ -135,7 +141,11 @@ class ModelSpec(BaseModel):
     fused_gate_up: bool = Field(default=False, description=(
         "one fused gate/up projection (Phi-3 gate_up_proj)"))
     norm_plus_one: bool = Field(default=False, description=(
-        "RMSNorm scales by (1 + weight) (Gemma)"))
+        "the norm scales by (1 + weight) (Gemma RMSNorm, Nemotron LayerNorm1P)"))
+    layernorm_kernel: Literal["native", "fp32_copy", "fp32_ops"] = Field(
+        default="native", description=(
+            "how eager LayerNorm runs: PyTorch's native kernel; native on an fp32 copy of the"
+            " input (HF OlmoLayerNorm); written out in fp32 ops (HF CohereLayerNorm)"))
     position_ids_buffer: bool = Field(default=False, description=(
         "position ids sliced from a registered buffer that stays saved whole (HF BERT)"))
     norm_weight_fp32: bool = Field(default=False, description=(
@@ -145,6 +155,8 @@ class ModelSpec(BaseModel):
     rope_concat: bool = Field(default=False, description=(
         "RoPE'd q, k rebuilt with torch.cat (partial rotary: HF GPT-NeoX, Phi): head-major"
         " contiguous, so the attention output is transposed back by a copy"))
+    qk_norm_over_projection: bool = Field(default=False, description=(
+        "query/key norms normalize the whole projection per token, not each head (OLMo 2)"))
     qk_norm_per_head_modules: bool = Field(default=False, description=(
         "query/key norms as one module per head (HF StableLmLayerNormPerHead)"))
 
@@ -241,9 +253,21 @@ class ModelSpec(BaseModel):
         return self.arch == "decoder"
 
     # ---- parameter counts (exact, per HF module structure) -----------------------------------
+    @property
+    def norm_vectors(self) -> int:
+        """Learned vectors of one norm: LayerNorm weight and bias (per norm_affine), RMSNorm
+        a weight."""
+        if self.norm == "rmsnorm":
+            return 1
+        return {"weight_bias": 2, "weight": 1, "none": 0}[self.norm_affine]
+
+    @property
+    def norm_bias(self) -> bool:
+        return self.norm_vectors == 2
+
     def norm_params(self) -> int:
-        """One norm: LayerNorm has weight and bias, RMSNorm only a weight."""
-        return 2 * self.hidden_size if self.norm == "layernorm" else self.hidden_size
+        """One norm over hidden_size."""
+        return self.norm_vectors * self.hidden_size
 
     def attention_params(self) -> int:
         """One attention block: projections (and MLA's latent norms)."""
@@ -352,7 +376,7 @@ class ModelSpec(BaseModel):
         """Number of parameter tensors in the Hugging Face module layout (optimizers keep a
         per-tensor step counter). Fused layouts: GPT-2 c_attn, Phi-3 qkv_proj/gate_up_proj,
         MoE experts as two stacked tensors (transformers >= 5)."""
-        ln = 2 if self.norm == "layernorm" else 1
+        ln = self.norm_vectors
         fused_qkv = self.fused_qkv
         if self.is_mla:
             attn = (3 if self.q_lora_rank else 1) + 3 + 1
