@@ -155,6 +155,12 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("granite", "GraniteConfig",
      {**TINY, "num_key_value_heads": 2, "embedding_multiplier": 12.0,
       "residual_multiplier": 0.22, "logits_scaling": 8.0}),
+    ("gemma3-text", "Gemma3TextConfig",
+     {**TINY, "num_hidden_layers": 6, "num_key_value_heads": 2, "head_dim": 16,
+      "sliding_window": 16}),
+    ("gemma3-text-bias-untied-pattern", "Gemma3TextConfig",
+     {**TINY, "num_hidden_layers": 4, "num_key_value_heads": 1, "head_dim": 32,
+      "attention_bias": True, "tie_word_embeddings": False, "sliding_window_pattern": 2}),
     ("bert", "BertConfig", {**TINY, "max_position_embeddings": 64}),
     ("bert-type-vocab", "BertConfig", {**TINY, "type_vocab_size": 3, "hidden_act": "relu"}),
 ]
@@ -359,3 +365,72 @@ def test_unsupported_layouts_are_refused() -> None:
         spec_from_hf_dict(moe, "x")
     with pytest.raises(InputError, match="add_cross_attention"):
         spec_from_hf_dict({"model_type": "gpt2", **GPT2_TINY, "add_cross_attention": True}, "x")
+
+
+def test_new_layouts_are_mapped() -> None:
+    neox = spec_from_hf_dict({"model_type": "gpt_neox", **TINY}, "n")
+    assert neox.parallel_residual and neox.rotary_dim == 4 and neox.norms_per_layer == 2
+    assert neox.rope_dim == 4  # int(16 x rotary_pct 0.25)
+    legacy = spec_from_hf_dict({"model_type": "gpt_neox", **TINY, "rotary_pct": 1.0}, "n")
+    assert legacy.rotary_dim is None and legacy.rope_dim == 16
+    f7 = spec_from_hf_dict({"model_type": "falcon", **TINY, "num_attention_heads": 8}, "f")
+    assert (f7.kv_heads, f7.norms_per_layer, f7.intermediate_size) == (1, 1, 256)
+    f40 = spec_from_hf_dict({"model_type": "falcon", **TINY, "new_decoder_architecture": True,
+                             "num_kv_heads": 2}, "f")
+    assert (f40.kv_heads, f40.norms_per_layer, f40.parallel_residual) == (2, 2, True)
+    sc = spec_from_hf_dict({"model_type": "gpt_bigcode", **GPT2_TINY}, "s")
+    assert sc.kv_heads == 1 and sc.position == "learned" and sc.fused_qkv
+    q3 = spec_from_hf_dict({"model_type": "qwen3", **TINY, "num_key_value_heads": 4}, "q")
+    assert q3.qk_norm == "head" and q3.head_size == 128 and q3.qk_norm_params() == 256
+    o2 = spec_from_hf_dict({"model_type": "olmo2", **TINY, "num_key_value_heads": 2}, "o")
+    assert o2.qk_norm_params() == 64 + 32  # q_norm over 4 x 16, k_norm over 2 x 16
+    nem = spec_from_hf_dict({"model_type": "nemotron", **TINY, "num_key_value_heads": 4}, "n")
+    assert nem.activation == "relu" and nem.mlp == "plain" and nem.rotary_dim == 8
+    olmo = spec_from_hf_dict({"model_type": "olmo", **TINY}, "o")
+    assert olmo.norm_params() == 0 and olmo.norm == "layernorm"
+    g3 = spec_from_hf_dict({"model_type": "gemma3_text", **TINY, "num_hidden_layers": 12,
+                            "sliding_window": 512}, "g")
+    assert (g3.sliding_window, g3.full_attention_every, g3.num_sliding_layers) == (512, 6, 10)
+    assert [g3.is_sliding_layer(i) for i in range(6)] == [True] * 5 + [False]
+
+
+def test_gemma3_image_text_config_plans_its_language_model(tmp_path: Path) -> None:
+    """A Gemma 3 4B-27B config.json (model_type gemma3) nests the language model in
+    text_config; the spec is that model (Gemma3ForCausalLM), and its source says the vision
+    tower is not counted."""
+    text = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 6,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "vocab_size": 1000, "model_type": "gemma3_text"}
+    path = tmp_path / "gemma3" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": text,
+                                "vision_config": {"model_type": "siglip_vision_model"}}))
+    spec = load_hf_config(path)
+    full, _ = _config_dicts("Gemma3TextConfig", {k: v for k, v in text.items()
+                                                 if k != "model_type"})
+    assert spec.params() == _hf_count("Gemma3TextConfig", full)
+    assert spec.family == "gemma3_text" and "vision tower is not counted" in (spec.source or "")
+
+
+def test_new_types_refuse_unsupported_variants() -> None:
+    cases = [
+        ({"model_type": "falcon", **TINY, "alibi": True}, "alibi"),
+        ({"model_type": "falcon", **TINY, "new_decoder_architecture": True,
+          "parallel_attn": False}, "parallel_attn"),
+        ({"model_type": "falcon", **TINY, "num_ln_in_parallel_attn": 2}, "num_ln_in_parallel_attn"),
+        ({"model_type": "phi", **TINY, "qk_layernorm": True}, "qk_layernorm"),
+        ({"model_type": "gpt_bigcode", **GPT2_TINY, "add_cross_attention": True},
+         "add_cross_attention"),
+        ({"model_type": "gemma3_text", **TINY, "use_bidirectional_attention": True},
+         "use_bidirectional_attention"),
+        ({"model_type": "gpt_neox", **TINY, "rotary_pct": 1.5}, "rotary_pct"),
+        ({"model_type": "stablelm", **TINY,
+          "rope_parameters": {"partial_rotary_factor": 0}}, "partial_rotary_factor"),
+        ({"model_type": "qwen3_moe", **TINY, "num_hidden_layers": 4, "decoder_sparse_step": 2},
+         "mlp_only_layers"),
+        ({"model_type": "gemma3", "text_config": {"model_type": "llama"}}, "text_config"),
+    ]
+    for cfg, field in cases:
+        with pytest.raises(InputError) as e:
+            spec_from_hf_dict(cfg, "x")
+        assert field in str(e.value) and "\n" not in str(e.value), (cfg, str(e.value))

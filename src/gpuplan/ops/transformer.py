@@ -130,8 +130,8 @@ def qk_norms(c: Ctx, m: ModelSpec, t: float, h: int, hkv: int) -> None:
     per_head = not m.qk_norm_over_projection  # statistics per head, or per token (OLMo 2)
     for name, heads in (("attn.q_norm", h), ("attn.k_norm", hkv)):
         rows, width = (t * heads, dqk) if per_head else (t, heads * dqk)
-        blocks.norm(c, m.norm, name, rows, width, bias=False, fp32_weight=m.norm_weight_fp32,
-                    kernel=m.layernorm_kernel)
+        blocks.norm(c, m.norm, name, rows, width, bias=False, plus_one=m.norm_plus_one,
+                    fp32_weight=m.norm_weight_fp32, kernel=m.layernorm_kernel)
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:

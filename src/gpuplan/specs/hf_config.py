@@ -142,18 +142,23 @@ class _Fields:
         return list(value)
 
 
-def _sliding_pattern(f: _Fields, sliding: list[int], num_layers: int) -> int:
-    """ModelSpec.sliding_window_every for layers 0, k, 2k... using the window; else refuse."""
+def _sliding_pattern(f: _Fields, sliding: list[int], num_layers: int) -> dict[str, int]:
+    """ModelSpec.sliding_window_every for layers 0, k, 2k... using the window, or
+    full_attention_every for full attention on layers k-1, 2k-1... only (Gemma 3); else
+    refuse."""
     if sliding == list(range(0, num_layers, num_layers)):  # only layer 0
-        return num_layers
+        return {"sliding_window_every": num_layers}
     if len(sliding) >= 2:
         step = sliding[1] - sliding[0]
         if sliding == list(range(0, num_layers, step)):
-            return step
+            return {"sliding_window_every": step}
+    full = [i for i in range(num_layers) if i not in set(sliding)]
+    if full and full == list(range(full[0], num_layers, full[0] + 1)):
+        return {"full_attention_every": full[0] + 1}
     raise f.bad(
         "layer_types", f"sliding attention on layers {sliding}",
-        "sliding attention on every k-th layer starting at layer 0 (other patterns are not"
-        " supported)",
+        "sliding attention on every k-th layer starting at layer 0, or on all but every k-th"
+        " layer (other patterns are not supported)",
     )
 
 
@@ -169,8 +174,7 @@ def _sliding(
     layers = [i for i, t in enumerate(types) if t == "sliding_attention"]
     if not layers:
         return {}
-    every = _sliding_pattern(f, layers, num_layers)
-    return {"sliding_window": window, "sliding_window_every": every}
+    return {"sliding_window": window, **_sliding_pattern(f, layers, num_layers)}
 
 
 def _head_dim(f: _Fields) -> int | None:
@@ -835,6 +839,44 @@ def _gemma2(f: _Fields) -> dict[str, Any]:
     )
 
 
+def _gemma3_text(f: _Fields) -> dict[str, Any]:
+    # transformers models/gemma3/configuration_gemma3.py Gemma3TextConfig (v5): Gemma 2's
+    # sandwich norms plus q_norm/k_norm (RMSNorm over head_dim, scaled by 1 + weight); the
+    # window on all layers but every sliding_window_pattern-th (6). Every dimension has a
+    # default (Gemma 3 image-text configs leave some out of text_config).
+    if f.flag("use_bidirectional_attention", False):
+        raise f.bad("use_bidirectional_attention", True,
+                    "false (bidirectional Gemma 3 encoders are not supported)")
+    num_layers = f.integer("num_hidden_layers", 26)
+    pattern = f.integer("sliding_window_pattern", 6)
+    default_types = [
+        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(num_layers)
+    ]
+    bias = f.flag("attention_bias", False)
+    return {
+        "arch": "decoder",
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "position": "rope",
+        "vocab_size": f.integer("vocab_size", 262_208),
+        "hidden_size": f.integer("hidden_size", 2304),
+        "num_layers": num_layers,
+        "num_heads": f.integer("num_attention_heads", 8),
+        "intermediate_size": f.integer("intermediate_size", 9216),
+        "num_kv_heads": f.integer("num_key_value_heads", 4),
+        "head_dim": f.integer("head_dim", 256),
+        "activation": f.activation("hidden_activation", "gelu_pytorch_tanh"),
+        "max_position_embeddings": f.integer("max_position_embeddings", 131_072),
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "norms_per_layer": 4,
+        "qk_norm": "head",
+        "attention_dropout": f.number("attention_dropout", 0.0),
+        **_sliding(f, num_layers, f.opt_integer("sliding_window", 4096), default_types),
+    }
+
+
 def _phi3(f: _Fields) -> dict[str, Any]:
     return _rope_decoder(
         f,
@@ -916,6 +958,7 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "falcon": _falcon,
     "gemma": _gemma,
     "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
     "gpt2": _gpt2,
     "gpt_bigcode": _gpt_bigcode,
     "gpt_neox": _gpt_neox,
@@ -951,9 +994,12 @@ def spec_from_hf_dict(
     supported = ", ".join(SUPPORTED_MODEL_TYPES)
     if model_type is None:
         raise GpuplanError(f"{origin}: field 'model_type' is missing; expected one of: {supported}")
+    if model_type in _TEXT_PART_OF:
+        return _language_model(cfg, name, origin, source)
     converter = _CONVERTERS.get(model_type) if isinstance(model_type, str) else None
     if converter is None:
-        raise InputError(f"{origin}: field 'model_type'", model_type, f"one of: {supported}")
+        raise InputError(f"{origin}: field 'model_type'", model_type,
+                         f"one of: {supported}, " + ", ".join(sorted(_TEXT_PART_OF)))
     fields = converter(_Fields(cfg, origin, model_type))
     record = {
         "name": name,
@@ -962,6 +1008,29 @@ def spec_from_hf_dict(
         **{k: v for k, v in fields.items() if v is not None},
     }
     return model_from_record(record, origin)
+
+
+# image-text model_types whose language model is planned: its text_config's model_type
+_TEXT_PART_OF: Final[dict[str, str]] = {"gemma3": "gemma3_text"}
+
+
+def _language_model(
+    cfg: Mapping[str, Any], name: str, origin: str, source: str | None
+) -> ModelSpec:
+    """The language model of an image-text config (Gemma 3 4B-27B: Gemma3ForConditional-
+    Generation); the vision tower and projector are not counted, and the source says so."""
+    model_type = str(cfg["model_type"])
+    text = cfg.get("text_config") or {}
+    if not isinstance(text, Mapping):
+        raise GpuplanError(f"{origin}: field 'text_config' must be a JSON object")
+    text_type = _TEXT_PART_OF[model_type]
+    if text.get("model_type", text_type) != text_type:
+        raise InputError(f"{origin}: field 'text_config.model_type'", text.get("model_type"),
+                         f"{text_type!r} (model_type {model_type})")
+    note = f"{source if source is not None else origin} (language model of a {model_type} " \
+        "image-text config; the vision tower is not counted)"
+    return spec_from_hf_dict({**text, "model_type": text_type}, name,
+                             origin=f"{origin} text_config", source=note)
 
 
 def _name_for(path: Path) -> str:

@@ -24,12 +24,13 @@ which launches several kernels and keeps four tensors for backward."""
 
 _SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
                  "deepseek_v3", "qwen3", "qwen3_moe", "gpt_neox", "gpt_bigcode", "starcoder2",
-                 "olmo", "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron", "cohere")
+                 "olmo", "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron", "cohere",
+                 "gemma3_text")
 _FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode")
 _LAYERNORM_KERNEL = {"olmo": "fp32_copy", "cohere": "fp32_ops"}
 FAMILY_TRAITS: dict[str, dict[str, bool | str]] = {
     f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
-        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2", "nemotron"),
+        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2", "gemma3_text", "nemotron"),
         "layernorm_kernel": _LAYERNORM_KERNEL.get(f, "native"),
         "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm",
         "norm_weight_fp32": f == "olmo2", "qk_norm_over_projection": f == "olmo2",
@@ -96,6 +97,9 @@ class ModelSpec(BaseModel):
     sliding_window_every: int = Field(
         default=1, ge=1, description="1 = every layer uses the window; 2 = every other (Gemma 2)"
     )
+    full_attention_every: int = Field(default=0, ge=0, description=(
+        "0 = unused; k: layers k-1, 2k-1, ... attend fully, all others use the window"
+        " (Gemma 3: 6); replaces sliding_window_every"))
 
     # Encoder-only (BERT) extras
     type_vocab_size: int = Field(default=0, ge=0, description="token-type embeddings (BERT: 2)")
@@ -188,6 +192,8 @@ class ModelSpec(BaseModel):
                 raise ValueError("first_dense_layers exceeds num_layers")
         if self.is_mla and None in (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim):
             raise ValueError("MLA (kv_lora_rank set) needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim")
+        if self.full_attention_every and self.sliding_window_every != 1:
+            raise ValueError("give sliding_window_every or full_attention_every, not both")
         if self.arch == "encoder" and self.tie_embeddings is False and self.mlm_head:
             raise ValueError("the BERT MLM head ties its decoder to the embeddings: tie_embeddings=true")
         return self
@@ -238,9 +244,15 @@ class ModelSpec(BaseModel):
     @property
     def num_sliding_layers(self) -> int:
         """Layers that attend only to the last `sliding_window` tokens."""
+        return sum(1 for i in range(self.num_layers) if self.is_sliding_layer(i))
+
+    def is_sliding_layer(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based) attends only within the window."""
         if self.sliding_window is None:
-            return 0
-        return len(range(0, self.num_layers, self.sliding_window_every))
+            return False
+        if self.full_attention_every:
+            return (layer + 1) % self.full_attention_every != 0
+        return layer % self.sliding_window_every == 0
 
     def attended_tokens(self, context: int, sliding: bool) -> int:
         """Keys one query at position `context` attends to (the window caps it)."""
