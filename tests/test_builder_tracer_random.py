@@ -103,7 +103,8 @@ def test_one_kv_head_batch_one_eager_exact() -> None:
 # (parallel residual with two norms, partial rotary rebuilt by torch.cat), StarCoder2
 # (LayerNorm, biases, GQA), Phi-2 (one shared norm, LM-head bias), StableLM 2 (per-head q/k
 # LayerNorms), Nemotron (LayerNorm1P), Cohere (LayerNorm in fp32 ops), OLMo 1 (LayerNorm on an
-# fp32 copy), GPT-BigCode (multi-query, learned positions). Not here: Falcon (SDPA on an
+# fp32 copy), GPT-BigCode (multi-query, learned positions), BLOOM (embedding LayerNorm; the
+# ALiBi bias is added inside the score matmul). Not here: Falcon (SDPA on an
 # unexpanded K/V head falls back to the math kernel on the CPU), Qwen3-MoE (top-k weights not
 # renormalised: a few bytes per token fewer are kept), GPT-J (attention in fp32).
 _EXACT = {
@@ -120,6 +121,7 @@ _EXACT = {
     "olmo": ("OlmoConfig", {}, "sdpa"),
     "gpt_bigcode": ("GPTBigCodeConfig", {"resid_pdrop": 0.0, "embd_pdrop": 0.0,
                                          "attn_pdrop": 0.0}, "eager"),
+    "bloom": ("BloomConfig", {}, "eager"),
 }
 
 

@@ -161,6 +161,14 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("gemma3-text-bias-untied-pattern", "Gemma3TextConfig",
      {**TINY, "num_hidden_layers": 4, "num_key_value_heads": 1, "head_dim": 32,
       "attention_bias": True, "tie_word_embeddings": False, "sliding_window_pattern": 2}),
+    ("bloom", "BloomConfig", {"vocab_size": 1000, "hidden_size": 64, "n_layer": 2, "n_head": 4}),
+    ("bloom-untied", "BloomConfig",
+     {"vocab_size": 1000, "hidden_size": 96, "n_layer": 3, "n_head": 4,
+      "tie_word_embeddings": False}),
+    ("mpt", "MptConfig", {"vocab_size": 1000, "d_model": 64, "n_layers": 2, "n_heads": 4}),
+    ("mpt-seq-no-alibi", "MptConfig",
+     {"vocab_size": 1000, "d_model": 96, "n_layers": 3, "n_heads": 8, "max_seq_len": 128,
+      "attn_config": {"alibi": False}}),
     ("bert", "BertConfig", {**TINY, "max_position_embeddings": 64}),
     ("bert-type-vocab", "BertConfig", {**TINY, "type_vocab_size": 3, "hidden_act": "relu"}),
 ]
@@ -429,6 +437,10 @@ def test_new_types_refuse_unsupported_variants() -> None:
         ({"model_type": "qwen3_moe", **TINY, "num_hidden_layers": 4, "decoder_sparse_step": 2},
          "mlp_only_layers"),
         ({"model_type": "gemma3", "text_config": {"model_type": "llama"}}, "text_config"),
+        ({"model_type": "mpt", "attn_config": {"attn_type": "multiquery_attention"}},
+         "attn_type"),
+        ({"model_type": "mpt", "attn_config": {"qk_ln": True}}, "qk_ln"),
+        ({"model_type": "mpt", "expansion_ratio": 8}, "expansion_ratio"),
     ]
     for cfg, field in cases:
         with pytest.raises(InputError) as e:

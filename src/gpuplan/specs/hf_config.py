@@ -770,6 +770,71 @@ def _olmo(f: _Fields) -> dict[str, Any]:
     }
 
 
+def _bloom(f: _Fields) -> dict[str, Any]:
+    # transformers models/bloom/configuration_bloom.py and modeling_bloom.py (v5): ALiBi (no
+    # position parameters; a per-head linear bias added to the scores, b x heads x s
+    # elements, which the op model leaves out), a LayerNorm on the word embeddings, fused
+    # query_key_value, biases everywhere, 4 x hidden MLP with tanh GELU, tied embeddings.
+    # apply_residual_connection_post_layernorm only changes which tensor is added back.
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size", 250_880),
+        "hidden_size": (d := f.integer("hidden_size", 64, aliases=("n_embed",))),
+        "num_layers": f.integer("n_layer", 2, aliases=("num_hidden_layers",)),
+        "num_heads": f.integer("n_head", 8, aliases=("num_attention_heads",)),
+        "intermediate_size": 4 * d,
+        "mlp": "plain",
+        "activation": "gelu_tanh",  # BloomGelu: the tanh approximation
+        "norm": "layernorm",
+        "position": "none",
+        "embedding_norm": True,
+        "tie_embeddings": f.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "out_bias": True,
+        "mlp_bias": True,
+        "hidden_dropout": f.number("hidden_dropout", 0.0),
+        "attention_dropout": f.number("attention_dropout", 0.0),
+    }
+
+
+def _mpt(f: _Fields) -> dict[str, Any]:
+    # transformers models/mpt/configuration_mpt.py and modeling_mpt.py (v5): fused Wqkv
+    # (multi-head), no linear biases, bias-free LayerNorms, a 4 x d_model exact-GELU MLP, tied
+    # embeddings, ALiBi (an h x s bias added to the scores; no position parameters). The
+    # layer settings live in attn_config; transformers' MPT implements only some of them.
+    attn = f.raw.get("attn_config") or {}
+    if not isinstance(attn, Mapping):
+        raise f.bad("attn_config", attn, "a JSON object")
+    sub = _Fields(attn, f"{f.origin} attn_config", f.model_type)
+    if sub.text("attn_type", "multihead_attention") != "multihead_attention":
+        raise sub.bad("attn_type", attn.get("attn_type"),
+                      "'multihead_attention' (transformers' MPT has no multi-query layout)")
+    if sub.flag("qk_ln", False):
+        raise sub.bad("qk_ln", True, "false (transformers' MPT has no query/key LayerNorms)")
+    d = f.integer("d_model", 2048, aliases=("hidden_size",))
+    ratio = f.integer("expansion_ratio", 4)
+    if ratio != 4:
+        raise f.bad("expansion_ratio", ratio, "4 (transformers' MptMLP is 4 x d_model)")
+    p_drop = sub.number("attn_pdrop", 0.0)
+    return {
+        "arch": "decoder",
+        "vocab_size": f.integer("vocab_size", 50_368),
+        "hidden_size": d,
+        "num_layers": f.integer("n_layers", 24, aliases=("num_hidden_layers",)),
+        "num_heads": f.integer("n_heads", 16, aliases=("num_attention_heads",)),
+        "intermediate_size": 4 * d,
+        "mlp": "plain",
+        "activation": "gelu",
+        "norm": "layernorm",
+        "norm_affine": "weight",
+        "position": "none",
+        "max_position_embeddings": f.integer("max_seq_len", 2048),
+        "tie_embeddings": True,  # MptForCausalLM ties lm_head to wte
+        "hidden_dropout": p_drop,  # MptBlock and MptMLP use attn_pdrop on the residual branches
+        "attention_dropout": p_drop,
+    }
+
+
 def _deepseek_v3(f: _Fields) -> dict[str, Any]:
     # MLA attention; MoE from layer first_k_dense_replace on. The router's e_score_correction_bias
     # is a buffer in transformers (not a parameter); the MTP module is not instantiated.
@@ -953,6 +1018,7 @@ def _opt(f: _Fields) -> dict[str, Any]:
 
 _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "bert": _bert,
+    "bloom": _bloom,
     "cohere": _cohere,
     "deepseek_v3": _deepseek_v3,
     "falcon": _falcon,
@@ -967,6 +1033,7 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "llama": _llama,
     "mistral": _mistral,
     "mixtral": _mixtral,
+    "mpt": _mpt,
     "nemotron": _nemotron,
     "olmo": _olmo,
     "olmo2": _olmo2,

@@ -25,8 +25,8 @@ which launches several kernels and keeps four tensors for backward."""
 _SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
                  "deepseek_v3", "qwen3", "qwen3_moe", "gpt_neox", "gpt_bigcode", "starcoder2",
                  "olmo", "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron", "cohere",
-                 "gemma3_text")
-_FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode")
+                 "gemma3_text", "bloom", "mpt")
+_FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode", "bloom", "mpt")
 _LAYERNORM_KERNEL = {"olmo": "fp32_copy", "cohere": "fp32_ops"}
 FAMILY_TRAITS: dict[str, dict[str, bool | str]] = {
     f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
