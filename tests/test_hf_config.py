@@ -446,3 +446,42 @@ def test_new_types_refuse_unsupported_variants() -> None:
         with pytest.raises(InputError) as e:
             spec_from_hf_dict(cfg, "x")
         assert field in str(e.value) and "\n" not in str(e.value), (cfg, str(e.value))
+
+
+# ---- published parameter counts of real models (config values and counts cited) ----------
+
+PUBLISHED: list[tuple[str, dict[str, Any], int]] = [
+    # EleutherAI/pythia models/1.4B/pythia-1.4b.yml (24 layers, 2048 wide, 16 heads, rotary-pct
+    # 0.25, gpt-j-residual, no weight tying). Count: the "Naming convention and parameter
+    # count" table of the Pythia model cards (huggingface.co/EleutherAI/pythia-*): 1,414,647,808
+    # total, 1,208,602,624 non-embedding, so the two 2048-wide embeddings have 50304 rows.
+    ("pythia-1.4b", {"model_type": "gpt_neox", "vocab_size": 50304, "hidden_size": 2048,
+                     "num_hidden_layers": 24, "num_attention_heads": 16,
+                     "intermediate_size": 8192, "max_position_embeddings": 2048,
+                     "rotary_pct": 0.25, "use_parallel_residual": True,
+                     "tie_word_embeddings": False}, 1_414_647_808),
+    # bigscience/bloom model card (Technical Specifications): 70 layers, 112 heads, hidden
+    # 14336, vocab 250880; "176,247,271,424 parameters".
+    ("bloom-176b", {"model_type": "bloom", "vocab_size": 250880, "hidden_size": 14336,
+                    "n_layer": 70, "n_head": 112}, 176_247_271_424),
+    # Qwen/Qwen3-8B config.json (as vendored in Chen-Oliver/qwen3-8b-base config.json); count
+    # from its model.safetensors.index.json: total_size 16,381,470,720 bytes of bf16.
+    ("qwen3-8b", {"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
+                  "intermediate_size": 12288, "num_hidden_layers": 36,
+                  "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                  "max_position_embeddings": 32768, "tie_word_embeddings": False,
+                  "use_sliding_window": False, "sliding_window": None,
+                  "max_window_layers": 36}, 16_381_470_720 // 2),
+]
+
+
+@pytest.mark.parametrize(("name", "cfg", "count"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_published_parameter_counts(name: str, cfg: dict[str, Any], count: int) -> None:
+    assert spec_from_hf_dict(cfg, name).params() == count
+
+
+def test_readme_lists_every_supported_type() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("A model is a preset name or a Hugging Face `config.json`")
+    sentence = " ".join(readme[start:readme.index("Other types are refused", start)].split())
+    assert all(f" {t}," in sentence or f" {t} " in sentence for t in SUPPORTED_MODEL_TYPES)

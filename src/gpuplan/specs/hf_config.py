@@ -5,8 +5,12 @@ names and defaults follow the `transformers` configuration class (v5), so that
 `ModelSpec.params()` equals what `AutoModelForCausalLM.from_config` (decoders) or
 `BertForMaskedLM` (bert) instantiates. The tests check this against the real classes.
 
-Supported: bert, deepseek_v3, gemma, gemma2, gpt2, llama, mistral, mixtral, opt, phi3, qwen2,
-qwen2_moe (`SUPPORTED_MODEL_TYPES`). Anything else is refused with one line listing these.
+Supported (`SUPPORTED_MODEL_TYPES`): bert, bloom, cohere, deepseek_v3, falcon, gemma, gemma2,
+gemma3_text, gpt2, gpt_bigcode, gpt_neox, gptj, granite, llama, mistral, mixtral, mpt, nemotron,
+olmo, olmo2, opt, phi, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, stablelm, starcoder2; and gemma3
+image-text configs, planned as their language model (text_config; the vision tower is not
+counted). Anything else, and any variant a type's converter cannot express (Falcon ALiBi,
+MPT multi-query...), is refused with one line naming the field and what is valid.
 Implementation traits (fp32 softmax, fused QKV...) follow from the model_type
 (`specs.model.FAMILY_TRAITS`).
 """
@@ -1061,7 +1065,7 @@ def spec_from_hf_dict(
     supported = ", ".join(SUPPORTED_MODEL_TYPES)
     if model_type is None:
         raise GpuplanError(f"{origin}: field 'model_type' is missing; expected one of: {supported}")
-    if model_type in _TEXT_PART_OF:
+    if isinstance(model_type, str) and model_type in _TEXT_PART_OF:
         return _language_model(cfg, name, origin, source)
     converter = _CONVERTERS.get(model_type) if isinstance(model_type, str) else None
     if converter is None:

@@ -2,9 +2,11 @@
 
 Covers dense GPT-2 style (learned positions, LayerNorm, GELU MLP, tied embeddings), Llama style
 (RoPE, RMSNorm, SwiGLU, GQA/MQA, untied embeddings), attention biases (Qwen2), Gemma 2 sandwich
-norms, mixture-of-experts (Mixtral; DeepSeek-V3 with shared experts and multi-head latent
-attention) and encoder-only models (BERT). Parameter counts equal what the Hugging Face
-implementation instantiates (checked in tests against real `transformers` models on meta).
+norms, query/key norms (Qwen3, OLMo 2), parallel attention and MLP (GPT-J, GPT-NeoX, Falcon),
+partial rotary, ALiBi models (no position parameters: BLOOM, MPT), mixture-of-experts (Mixtral;
+DeepSeek-V3 with shared experts and multi-head latent attention) and encoder-only models (BERT).
+Parameter counts equal what the Hugging Face implementation instantiates (checked in tests
+against real `transformers` models on meta).
 """
 
 from __future__ import annotations
