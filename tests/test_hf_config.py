@@ -485,3 +485,18 @@ def test_readme_lists_every_supported_type() -> None:
     start = readme.index("A model is a preset name or a Hugging Face `config.json`")
     sentence = " ".join(readme[start:readme.index("Other types are refused", start)].split())
     assert all(f" {t}," in sentence or f" {t} " in sentence for t in SUPPORTED_MODEL_TYPES)
+
+
+def test_traits_of_new_types_come_from_the_importer_only_for_benchmark_families() -> None:
+    """BLOOM, MPT, Nemotron and OLMo 2 specs built in code (the training benchmarks' Megatron,
+    llm-foundry, NeMo and OLMo-core runs) keep default traits; the importer sets the Hugging
+    Face ones."""
+    from gpuplan.specs.model import ModelSpec
+
+    built = ModelSpec(name="n", family="nemotron", vocab_size=1000, hidden_size=64,
+                      num_layers=2, num_heads=4, intermediate_size=128, norm="layernorm")
+    assert not built.rope_concat and not built.norm_plus_one and not built.softmax_fp32
+    imported = spec_from_hf_dict({"model_type": "nemotron", **TINY, "num_key_value_heads": 4}, "n")
+    assert imported.rope_concat and imported.norm_plus_one and imported.softmax_fp32
+    o2 = spec_from_hf_dict({"model_type": "olmo2", **TINY}, "o")
+    assert o2.norm_weight_fp32 and o2.rope_tables_fp32 and o2.qk_norm_over_projection

@@ -24,7 +24,7 @@ from typing import Any, Final
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.specs.files import load_json
 from gpuplan.specs.limits import model_field_max
-from gpuplan.specs.model import Activation, ModelSpec
+from gpuplan.specs.model import FAMILY_TRAITS, Activation, ModelSpec
 from gpuplan.specs.model_file import model_from_record
 
 _REQUIRED: Final = object()
@@ -1076,6 +1076,7 @@ def spec_from_hf_dict(
         "name": name,
         "family": model_type,
         "source": source if source is not None else origin,
+        **FAMILY_TRAITS.get(model_type, {}),
         **{k: v for k, v in fields.items() if v is not None},
     }
     return model_from_record(record, origin)

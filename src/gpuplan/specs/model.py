@@ -43,6 +43,11 @@ FAMILY_TRAITS: dict[str, dict[str, bool | str]] = {
 """Implementation traits of each supported Hugging Face model_type (transformers 4.x/5.x
 modeling files): what a config importer sets unless the spec says otherwise."""
 
+IMPORTER_ONLY_TRAITS = ("bloom", "mpt", "nemotron", "olmo2")
+"""Families whose traits only the config.json importer sets: the training benchmarks build
+BLOOM-176B (Megatron-DeepSpeed), MPT (llm-foundry), Nemotron-4 (NeMo) and OLMo-core specs
+under these family names, and those runs do not use the Hugging Face modeling code."""
+
 
 class ModelSpec(BaseModel):
     """A transformer; one docstring line per field, every size in elements (not bytes)."""
@@ -170,7 +175,8 @@ class ModelSpec(BaseModel):
     @classmethod
     def _family_traits(cls, data: Any) -> Any:
         if isinstance(data, dict) and "family" in data:
-            traits = FAMILY_TRAITS.get(str(data["family"]), {})
+            family = str(data["family"])
+            traits = FAMILY_TRAITS.get(family, {}) if family not in IMPORTER_ONLY_TRAITS else {}
             data = {**{k: v for k, v in traits.items()}, **data}
         return data
 
