@@ -500,3 +500,21 @@ def test_traits_of_new_types_come_from_the_importer_only_for_benchmark_families(
     assert imported.rope_concat and imported.norm_plus_one and imported.softmax_fp32
     o2 = spec_from_hf_dict({"model_type": "olmo2", **TINY}, "o")
     assert o2.norm_weight_fp32 and o2.rope_tables_fp32 and o2.qk_norm_over_projection
+
+
+@pytest.mark.parametrize("name", ["pythia-1.4b", "qwen3-8b"])
+def test_cli_plans_a_published_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """End to end: `gpuplan models` and `gpuplan train` on a real model's config.json."""
+    from gpuplan.cli.main import main
+
+    cfg, count = next((c, n) for p, c, n in PUBLISHED if p == name)
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    assert main(["models", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"] == count
+    assert main(["train", str(path), "--gpu", "h100", "--gpus", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens_per_s"] > 0 and isinstance(out["fits"], bool)
