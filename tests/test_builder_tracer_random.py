@@ -1,7 +1,7 @@
 """The analytic builder equals the meta-device tracer (forward FLOPs, backward matmul FLOPs and
 the bytes autograd saves) on random small Hugging Face configurations: gpt2, llama, qwen2,
-mistral and mixtral families, batch 1-3, any number of KV heads from 1 to the query heads, tied
-or untied embeddings, eager (naive) or SDPA attention, fp32 or bf16."""
+qwen3 (query/key norms), mistral and mixtral families, batch 1-3, any number of KV heads from 1
+to the query heads, tied or untied embeddings, eager (naive) or SDPA attention, fp32 or bf16."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from gpuplan.specs.hf_config import spec_from_hf_dict
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-FAMILIES = ["gpt2", "llama", "qwen2", "mistral", "mixtral"]
+FAMILIES = ["gpt2", "llama", "qwen2", "qwen3", "mistral", "mixtral"]
 
 
 @st.composite
@@ -42,9 +42,10 @@ def configs(draw: Any) -> tuple[Any, int, int, str, str]:
                   "intermediate_size": draw(st.sampled_from([32, 48])), "vocab_size": vocab,
                   "tie_word_embeddings": tied}
         cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-               "mistral": transformers.MistralConfig,
+               "qwen3": transformers.Qwen3Config, "mistral": transformers.MistralConfig,
                "mixtral": transformers.MixtralConfig}[family]
-        extra = {"num_local_experts": 4, "num_experts_per_tok": 2} if family == "mixtral" else {}
+        extra = {"mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
+                 "qwen3": {"head_dim": head_dim}}.get(family, {})
         cfg = cls(**common, **extra)
     batch = draw(st.integers(1, 3))
     seq = draw(st.sampled_from([8, 16, 24]))
@@ -95,3 +96,54 @@ def test_one_kv_head_batch_one_eager_exact() -> None:
         tr = trace(model, input_ids=ids, labels=ids.clone())
         ops = build_training(spec, 1, seq, Impl(attention="naive", target="cpu", dtype="fp32"))
         assert ops.saved_bytes() == tr.saved_activation_bytes
+
+
+# families whose layouts the analytic model follows exactly, each under one attention kind:
+# OLMo 2 (q/k norms over the projection, fp32 norm weights and RoPE tables), GPT-NeoX
+# (parallel residual with two norms, partial rotary rebuilt by torch.cat), StarCoder2
+# (LayerNorm, biases, GQA), Phi-2 (one shared norm, LM-head bias), StableLM 2 (per-head q/k
+# LayerNorms), Nemotron (LayerNorm1P), Cohere (LayerNorm in fp32 ops), OLMo 1 (LayerNorm on an
+# fp32 copy), GPT-BigCode (multi-query, learned positions), BLOOM (embedding LayerNorm; the
+# ALiBi bias is added inside the score matmul). Not here: Falcon (SDPA on an
+# unexpanded K/V head falls back to the math kernel on the CPU), Qwen3-MoE (top-k weights not
+# renormalised: a few bytes per token fewer are kept), GPT-J (attention in fp32).
+_EXACT = {
+    "olmo2": ("Olmo2Config", {"num_key_value_heads": 2}, "eager"),
+    "gpt_neox": ("GPTNeoXConfig", {"rotary_pct": 0.25}, "sdpa"),
+    "gpt_neox-sequential": ("GPTNeoXConfig", {"use_parallel_residual": False}, "eager"),
+    "starcoder2": ("Starcoder2Config", {"num_key_value_heads": 1}, "sdpa"),
+    "phi": ("PhiConfig", {}, "sdpa"),
+    "stablelm-parallel-qk-norm": (
+        "StableLmConfig", {"num_key_value_heads": 2, "use_parallel_residual": True,
+                           "qk_layernorm": True}, "eager"),
+    "nemotron": ("NemotronConfig", {"num_key_value_heads": 2}, "eager"),
+    "cohere": ("CohereConfig", {"num_key_value_heads": 2}, "sdpa"),
+    "olmo": ("OlmoConfig", {}, "sdpa"),
+    "gpt_bigcode": ("GPTBigCodeConfig", {"resid_pdrop": 0.0, "embd_pdrop": 0.0,
+                                         "attn_pdrop": 0.0}, "eager"),
+    "bloom": ("BloomConfig", {}, "eager"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_EXACT))
+def test_analytic_equals_tracer_on_more_families(family: str) -> None:
+    from gpuplan.ops.tracer import trace
+
+    cls_name, extra, attn = _EXACT[family]
+    cfg = getattr(transformers, cls_name)(num_hidden_layers=2, hidden_size=64,
+                                          num_attention_heads=4, vocab_size=97, **extra)
+    if hasattr(cfg, "intermediate_size"):
+        cfg.intermediate_size = 48
+    transformers.logging.set_verbosity_error()
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attn,
+                                                              dtype=torch.bfloat16)
+    spec = spec_from_hf_dict(cfg.to_dict(), family)
+    ids = torch.randint(0, 97, (2, 16))
+    tr = trace(model, input_ids=ids, labels=ids.clone())
+    impl = Impl(attention="naive" if attn == "eager" else "flash", target="cpu", dtype="bf16")
+    ops = build_training(spec, 2, 16, impl)
+    assert forward_flops(ops) == tr.forward_flops
+    assert ops.phase("backward").flops(matmul_only=True) == tr.backward_flops
+    assert ops.saved_bytes() == tr.saved_activation_bytes

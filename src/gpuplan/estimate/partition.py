@@ -61,8 +61,7 @@ def stages(m: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> list[Stage]:
         first, n = layers_of_stage(m.num_layers, pp, i)
         idx = range(first, first + n)
         n_moe = sum(1 for j in idx if m.is_moe and j >= m.first_dense_layers)
-        n_sliding = sum(1 for j in idx if m.sliding_window is not None
-                        and j % m.sliding_window_every == 0)
+        n_sliding = sum(1 for j in idx if m.is_sliding_layer(j))
         params = n * (attn + norms) + (n - n_moe) * dense + n_moe * moe
         matrix = n * attn + (n - n_moe) * dense + n_moe * (moe - (d * m.num_experts if m.is_moe
                                                                  else 0))

@@ -147,25 +147,47 @@ def dropout(c: Ctx, name: str, elems: float, p: float) -> None:
          shape=f"{int(elems)}")
 
 
-def layernorm(c: Ctx, name: str, rows: float, d: int, bias: bool = True) -> None:
+def layernorm(c: Ctx, name: str, rows: float, d: int, bias: bool = True,
+              input_kept: bool = False, kernel: str = "native", plus_one: bool = False) -> None:
     """LayerNorm (native kernel): keeps its input and the mean and rstd per row (Ba et al.
-    2016); fp32 statistics on GPUs, the input dtype on the CPU."""
+    2016); fp32 statistics on GPUs, the input dtype on the CPU. `input_kept`: another op
+    already keeps that same input tensor (a second norm of a parallel layer). Other eager
+    forms (`kernel`): "fp32_copy" runs the native kernel on an fp32 copy (HF OlmoLayerNorm),
+    which keeps that copy and fp32 statistics; "fp32_ops" writes it out in fp32 ops (HF
+    CohereLayerNorm: x - mean twice, rsqrt, two products), which keeps both x - mean, the
+    normalized value and the rstd in fp32 and an fp32 copy of the weight. `plus_one` (Nemotron
+    LayerNorm1P) also keeps the weight + 1 it builds."""
     e = c.e
     params = d * c.weight_bytes * (2 if bias else 1)
     stats = 2 * rows * (e if c.cpu else FP32)
+    saved = (0.0 if input_kept else rows * d * e) + stats
+    if kernel != "native" and not c.fused:
+        saved = _layernorm_eager_saved(e, rows, d, kernel, input_kept)
+    saved += d * e if plus_one else 0.0
     c.op(name, "norm", 5 * rows * d, rows * d * e + params, rows * d * e + stats,
-         saved=rows * d * e + stats, shape=f"{int(rows)}x{d}")
+         saved=saved, shape=f"{int(rows)}x{d}")
     if c.train:
         c.op(name, "norm", 8 * rows * d, 2 * rows * d * e + stats + params,
              rows * d * e + params * c.grad_bytes / c.weight_bytes, shape=f"{int(rows)}x{d}",
              backward=True)
 
 
-def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False) -> None:
+def _layernorm_eager_saved(e: float, rows: float, d: int, kernel: str, input_kept: bool) -> float:
+    n, upcast = rows * d, e != FP32
+    if kernel == "fp32_copy":  # in fp32 the copy is the input itself
+        return (n * FP32 if upcast else (0.0 if input_kept else n * e)) + 2 * rows * FP32
+    # x - mean is computed twice (for the variance and for the output): both are kept
+    return 3 * n * FP32 + rows * FP32 + (d * FP32 if upcast else 0.0)
+
+
+def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False,
+            fp32_weight: bool = False) -> None:
     """RMSNorm (Zhang & Sennrich 2019). Fused: keeps input and rstd. Eager (HF LlamaRMSNorm):
     upcasts to fp32 and keeps the fp32 input, the rstd and the normalized value in the model
     dtype (x.float(), pow, mean, add, rsqrt, mul, cast, mul: up to 8 kernels).
-    `plus_one` is Gemma's (1 + weight) scaling, which also keeps the fp32 normalized value."""
+    `plus_one` is Gemma's (1 + weight) scaling, which also keeps the fp32 normalized value;
+    `fp32_weight`: the weight multiplies the fp32 normalized value before the cast back (HF
+    Olmo2RMSNorm), which keeps that fp32 value instead of a model-dtype copy."""
     e, n = c.e, rows * d
     params = d * c.weight_bytes
     if c.fused:
@@ -180,8 +202,8 @@ def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False) -> N
         written = (n * FP32 if cast else 0) + 2 * n * FP32 + 3 * rows * FP32 + n * e
         written += n * e if cast else 0
         # Gemma: (x * rstd) * (1 + w) in fp32 keeps the fp32 normalized value and 1 + w
-        saved = (2 * n * FP32 + rows * FP32 + d * FP32 if plus_one
-                 else n * FP32 + rows * FP32 + n * e)
+        saved = (2 * n * FP32 + rows * FP32 + (d * FP32 if plus_one else 0.0)
+                 if plus_one or fp32_weight else n * FP32 + rows * FP32 + n * e)
         c.op(name, "norm", 4 * n, read, written, saved=saved, kernels=kernels,
              shape=f"{int(rows)}x{d}", fused_bytes=(n * e + params, n * e + rows * FP32))
         backward_read = n * e + saved + params
@@ -191,11 +213,14 @@ def rmsnorm(c: Ctx, name: str, rows: float, d: int, plus_one: bool = False) -> N
 
 
 def norm(c: Ctx, kind: str, name: str, rows: float, d: int, bias: bool = True,
-         plus_one: bool = False) -> None:
+         plus_one: bool = False, fp32_weight: bool = False, input_kept: bool = False,
+         kernel: str = "native") -> None:
+    """LayerNorm or RMSNorm; `input_kept` applies to LayerNorm (eager RMSNorm keeps its own
+    fp32 copy of the input)."""
     if kind == "layernorm":
-        layernorm(c, name, rows, d, bias)
+        layernorm(c, name, rows, d, bias, input_kept, kernel, plus_one)
     else:
-        rmsnorm(c, name, rows, d, plus_one)
+        rmsnorm(c, name, rows, d, plus_one, fp32_weight)
 
 
 def activation(c: Ctx, name: str, act: str, elems: float, keeps_input: bool = True) -> None:

@@ -19,6 +19,7 @@ from gpuplan.ops.transformer import (
     mlp_kinds,
     moe_block,
     phase_ctx,
+    qk_norms,
     replace_ctx,
 )
 from gpuplan.specs.model import ModelSpec
@@ -41,7 +42,7 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     for window, count in attention_kinds(m):
         lc = replace_ctx(c, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         lc.component = "norm"
-        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm == "layernorm")
+        blocks.norm(lc, m.norm, "norm1", t, d, bias=m.norm_bias)
         lc.component = "attention"
         keys = context + 1 if window is None else min(context + 1, window)
         _decode_attention(lc, m, batch, keys, kv_e)
@@ -50,7 +51,8 @@ def build_decode(m: ModelSpec, batch: int, context: int, impl: Impl | None = Non
     for moe, count in mlp_kinds(m):
         lc = replace_ctx(c, count, BLOCK_MOE if moe else BLOCK_MLP)
         lc.component = "norm"
-        blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm == "layernorm")
+        if m.norms_per_layer != 1:  # parallel attention + MLP share norm1
+            blocks.norm(lc, m.norm, "norm2", t, d, bias=m.norm_bias)
         lc.component = "moe" if moe else "mlp"
         if moe:
             moe_block(lc, m, t)
@@ -84,8 +86,9 @@ def _decode_attention(c: Ctx, m: ModelSpec, b: int, keys: int, kv_e: float) -> N
         blocks.linear(c, "attn.v_absorb", b, r_kv, h * dv, weight_rows=h * r_kv / h)
     else:
         blocks.linear(c, "attn.qkv", b, d, h * dqk + hkv * (dqk + dv), bias=m.qkv_bias)
+        qk_norms(c, m, b, h, hkv)
         if m.position == "rope":
-            rot = b * (h + hkv) * dqk
+            rot = b * (h + hkv) * m.rope_dim
             blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5)
         cache = b * keys * hkv * (dqk + dv) * kv_e
         flops = 2 * b * h * keys * (dqk + dv)

@@ -75,8 +75,9 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
         n_qkv = h * dqk + hkv * dqk + hkv * dv
         blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias,
                       saved_rows=saved_rows)
+        qk_norms(c, m, t, h, hkv)
     if m.position == "rope":
-        rot = t * (h + hkv) * (dqk if not m.is_mla else (m.qk_rope_head_dim or 0))
+        rot = t * (h + hkv) * m.rope_dim
         blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5,
                            flops_per_elem=3.0)
     useful = _useful_keys(seq_len, window, m.causal)
@@ -105,12 +106,32 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
         blocks.attention_flash(c, b, s, seq_len, h, hkv, dqk, dv, m.causal, useful,
                                qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e,
                                recomputed=selective)
-        # flash kernels write (b, s, h, d): the output projection reads it without a copy and
-        # keeps it itself only when the core does not (selective recompute)
+        # flash kernels write their output in q's layout, (b, s, h, d) after a RoPE computed
+        # on the transposed projection: the output projection reads it without a copy and
+        # keeps it itself only when the core does not (selective recompute). A RoPE rebuilt
+        # by torch.cat leaves q head-major, so the transpose back is a copy it keeps.
+        if m.rope_concat:
+            blocks.elementwise(c, "attn.transpose", t * h * dv, t * h * dv, kind="copy",
+                               flops_per_elem=0.0)
         blocks.linear(c, "attn.out", t, h * dv, m.hidden_size, bias=m.out_bias,
-                      saves_input=selective)
+                      saves_input=selective or m.rope_concat)
 
 
+
+
+def qk_norms(c: Ctx, m: ModelSpec, t: float, h: int, hkv: int) -> None:
+    """Query and key norms (weight only) before RoPE on this GPU's h and hkv heads: over each
+    head's head_dim (Qwen3 q_norm/k_norm, transformers models/qwen3/modeling_qwen3.py; Cohere,
+    StableLM) or over the whole projection (OLMo 2, models/olmo2/modeling_olmo2.py): the same
+    elements and FLOPs, statistics per head or per token."""
+    if m.qk_norm == "none":
+        return
+    dqk = m.head_size
+    per_head = not m.qk_norm_over_projection  # statistics per head, or per token (OLMo 2)
+    for name, heads in (("attn.q_norm", h), ("attn.k_norm", hkv)):
+        rows, width = (t * heads, dqk) if per_head else (t, heads * dqk)
+        blocks.norm(c, m.norm, name, rows, width, bias=False, plus_one=m.norm_plus_one,
+                    fp32_weight=m.norm_weight_fp32, kernel=m.layernorm_kernel)
 
 
 def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> float:
@@ -199,11 +220,17 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     d = m.hidden_size
     pre = m.arch == "decoder"
     gemma = m.norm_plus_one
+    # parallel attention and MLP (GPT-J, GPT-NeoX, Falcon, Phi-2; Wang & Komatsuzaki 2021):
+    # both read the layer input. One shared norm: no second norm, and the MLP's first linear
+    # keeps the tensor the QKV projection already keeps; two norms: the second keeps no
+    # second copy of the input
+    shared_norm = m.norms_per_layer == 1
     for window, count in attention_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_ATTN_WINDOW if window else BLOCK_ATTN)
         c.component = "norm"
         if pre:
-            blocks.norm(c, m.norm, "norm1", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
+            blocks.norm(c, m.norm, "norm1", tr, d, bias=m.norm_bias, plus_one=gemma,
+                        fp32_weight=m.norm_weight_fp32, kernel=m.layernorm_kernel)
         c.component = "attention"
         _attention(c, m, impl, b, s, window, p_attn, loc)
         blocks.dropout(c, "attn.resid_dropout", tr * d, p_hidden)
@@ -220,13 +247,15 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
     for moe, count in mlp_kinds(m):
         c = replace_ctx(ctx, count, BLOCK_MOE if moe else BLOCK_MLP)
         c.component = "norm"
-        if pre:
-            blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm == "layernorm", plus_one=gemma)
+        if pre and not shared_norm:
+            blocks.norm(c, m.norm, "norm2", tr, d, bias=m.norm_bias, plus_one=gemma,
+                        fp32_weight=m.norm_weight_fp32, input_kept=m.parallel_residual,
+                        kernel=m.layernorm_kernel)
         c.component = "moe" if moe else "mlp"
         if moe:
             moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
-            mlp_block(c, m, t, loc.ff, saved_rows=tr)
+            mlp_block(c, m, t, loc.ff, saved_rows=0 if shared_norm else tr)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
@@ -284,10 +313,11 @@ def _embeddings(c: Ctx, m: ModelSpec, b: int, s: int, p_emb: float,
     if m.embedding_norm:
         blocks.layernorm(c, "embed.norm", t, d)
     if m.position == "rope":  # cos and sin tables, computed once, shared by every layer
-        rd = m.qk_rope_head_dim if m.is_mla else m.head_size
-        table = s * (rd or 0)
+        rd = m.rope_dim
+        table = s * rd
+        kept = FP32 if m.rope_tables_fp32 else c.e  # OLMo: q * cos with cos in fp32
         c.op("rope.tables", "elementwise", 4 * table, s * INDEX, 2 * table * FP32,
-             saved=2 * table * c.e, dtype="fp32", shape=f"{s}x{rd}")
+             saved=2 * table * kept, dtype="fp32", shape=f"{s}x{rd}")
     blocks.dropout(c, "embed.dropout", t * d * rep, p_emb)
 
 
@@ -298,15 +328,16 @@ def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
     vocab = loc.vocab if loc else m.vocab_size
     if m.final_norm:
         c.component = "norm"
-        blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm == "layernorm",
-                    plus_one=m.norm_plus_one)
+        blocks.norm(c, m.norm, "final_norm", t * rep, d, bias=m.norm_bias,
+                    plus_one=m.norm_plus_one, fp32_weight=m.norm_weight_fp32,
+                    kernel=m.layernorm_kernel)
     c.component = "head"
     if m.mlm_head:
         blocks.linear(c, "mlm.transform", t, d, d, bias=True)
         blocks.activation(c, "mlm.act", m.activation, t * d)
         blocks.layernorm(c, "mlm.norm", t, d)
     # quantized checkpoints (GPTQ/AWQ, FP8) keep the LM head in 16 bits
-    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head,
+    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head or m.lm_head_bias,
                   saved_rows=logits_tokens * rep, weight_bytes=c.e)
     if loss:
         c.component = "loss"

@@ -2,9 +2,11 @@
 
 Covers dense GPT-2 style (learned positions, LayerNorm, GELU MLP, tied embeddings), Llama style
 (RoPE, RMSNorm, SwiGLU, GQA/MQA, untied embeddings), attention biases (Qwen2), Gemma 2 sandwich
-norms, mixture-of-experts (Mixtral; DeepSeek-V3 with shared experts and multi-head latent
-attention) and encoder-only models (BERT). Parameter counts equal what the Hugging Face
-implementation instantiates (checked in tests against real `transformers` models on meta).
+norms, query/key norms (Qwen3, OLMo 2), parallel attention and MLP (GPT-J, GPT-NeoX, Falcon),
+partial rotary, ALiBi models (no position parameters: BLOOM, MPT), mixture-of-experts (Mixtral;
+DeepSeek-V3 with shared experts and multi-head latent attention) and encoder-only models (BERT).
+Parameter counts equal what the Hugging Face implementation instantiates (checked in tests
+against real `transformers` models on meta).
 """
 
 from __future__ import annotations
@@ -23,15 +25,28 @@ which launches several kernels and keeps four tensors for backward."""
 
 
 _SOFTMAX_FP32 = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3",
-                 "deepseek_v3")
-FAMILY_TRAITS: dict[str, dict[str, bool]] = {
-    f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in ("gpt2", "phi3"),
-        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2"),
-        "position_ids_buffer": f == "bert"}
-    for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt")
+                 "deepseek_v3", "qwen3", "qwen3_moe", "gpt_neox", "gpt_bigcode", "starcoder2",
+                 "olmo", "olmo2", "phi", "gptj", "stablelm", "granite", "nemotron", "cohere",
+                 "gemma3_text", "bloom", "mpt")
+_FUSED_QKV = ("gpt2", "phi3", "gpt_neox", "falcon", "gpt_bigcode", "bloom", "mpt")
+_LAYERNORM_KERNEL = {"olmo": "fp32_copy", "cohere": "fp32_ops"}
+FAMILY_TRAITS: dict[str, dict[str, bool | str]] = {
+    f: {"softmax_fp32": f in _SOFTMAX_FP32, "fused_qkv": f in _FUSED_QKV,
+        "fused_gate_up": f == "phi3", "norm_plus_one": f in ("gemma", "gemma2", "gemma3_text", "nemotron"),
+        "layernorm_kernel": _LAYERNORM_KERNEL.get(f, "native"),
+        "position_ids_buffer": f == "bert", "qk_norm_per_head_modules": f == "stablelm",
+        "norm_weight_fp32": f == "olmo2", "qk_norm_over_projection": f == "olmo2",
+        "rope_tables_fp32": f in ("olmo", "olmo2"),
+        "rope_concat": f in ("gpt_neox", "phi", "stablelm", "nemotron")}
+    for f in (*_SOFTMAX_FP32, "gpt2", "bert", "opt", "falcon")
 }
 """Implementation traits of each supported Hugging Face model_type (transformers 4.x/5.x
 modeling files): what a config importer sets unless the spec says otherwise."""
+
+IMPORTER_ONLY_TRAITS = ("bloom", "mpt", "nemotron", "olmo2")
+"""Families whose traits only the config.json importer sets: the training benchmarks build
+BLOOM-176B (Megatron-DeepSpeed), MPT (llm-foundry), Nemotron-4 (NeMo) and OLMo-core specs
+under these family names, and those runs do not use the Hugging Face modeling code."""
 
 
 class ModelSpec(BaseModel):
@@ -56,7 +71,21 @@ class ModelSpec(BaseModel):
     mlp: Literal["plain", "gated"] = Field(default="plain", description="gated = SwiGLU/GeGLU")
     activation: Activation = "gelu"
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    norms_per_layer: int = Field(default=2, ge=1, le=4, description="Gemma 2 sandwich norms: 4")
+    norm_affine: Literal["weight_bias", "weight", "none"] = Field(default="weight_bias", description=(
+        "LayerNorm's learned parts: weight and bias; weight only (Cohere); none (OLMo 1)."
+        " RMSNorm always has a weight"))
+    norms_per_layer: int = Field(default=2, ge=1, le=4, description=(
+        "Gemma 2 sandwich norms: 4; one norm shared by parallel attention and MLP (GPT-J,"
+        " Falcon-7B, Phi-2): 1"))
+    parallel_residual: bool = Field(default=False, description=(
+        "attention and MLP both read the layer input, x + attn(ln1 x) + mlp(ln2 x) (GPT-J,"
+        " GPT-NeoX, Falcon): the same matmuls; a second norm keeps no second copy of x"))
+    rotary_dim: int | None = Field(default=None, gt=0, description=(
+        "head dims RoPE rotates (partial rotary: GPT-NeoX rotary_pct, GPT-J rotary_dim);"
+        " default all"))
+    qk_norm: Literal["none", "head", "all_heads"] = Field(default="none", description=(
+        "norm on queries and keys before RoPE: one head_dim weight shared by the heads (Qwen3)"
+        " or one weight per head element (OLMo 2, StableLM 2); weight only"))
     position: Literal["learned", "rope", "none"] = "rope"
     max_position_embeddings: int = Field(default=2048, gt=0)
     position_offset: int = Field(default=0, ge=0, description="extra position rows (OPT: 2)")
@@ -64,6 +93,7 @@ class ModelSpec(BaseModel):
     qkv_bias: bool = Field(default=False, description="bias on Q, K, V projections")
     out_bias: bool = Field(default=False, description="bias on the attention output projection")
     mlp_bias: bool = Field(default=False, description="bias on MLP projections")
+    lm_head_bias: bool = Field(default=False, description="bias on the LM head (GPT-J, Phi-2)")
     final_norm: bool = Field(default=True, description="norm after the last layer (decoders)")
     hidden_dropout: float = Field(default=0.0, ge=0, lt=1, description="after attn/MLP outputs")
     attention_dropout: float = Field(default=0.0, ge=0, lt=1, description="on attention probs")
@@ -74,6 +104,9 @@ class ModelSpec(BaseModel):
     sliding_window_every: int = Field(
         default=1, ge=1, description="1 = every layer uses the window; 2 = every other (Gemma 2)"
     )
+    full_attention_every: int = Field(default=0, ge=0, description=(
+        "0 = unused; k: layers k-1, 2k-1, ... attend fully, all others use the window"
+        " (Gemma 3: 6); replaces sliding_window_every"))
 
     # Encoder-only (BERT) extras
     type_vocab_size: int = Field(default=0, ge=0, description="token-type embeddings (BERT: 2)")
@@ -119,15 +152,31 @@ class ModelSpec(BaseModel):
     fused_gate_up: bool = Field(default=False, description=(
         "one fused gate/up projection (Phi-3 gate_up_proj)"))
     norm_plus_one: bool = Field(default=False, description=(
-        "RMSNorm scales by (1 + weight) (Gemma)"))
+        "the norm scales by (1 + weight) (Gemma RMSNorm, Nemotron LayerNorm1P)"))
+    layernorm_kernel: Literal["native", "fp32_copy", "fp32_ops"] = Field(
+        default="native", description=(
+            "how eager LayerNorm runs: PyTorch's native kernel; native on an fp32 copy of the"
+            " input (HF OlmoLayerNorm); written out in fp32 ops (HF CohereLayerNorm)"))
     position_ids_buffer: bool = Field(default=False, description=(
         "position ids sliced from a registered buffer that stays saved whole (HF BERT)"))
+    norm_weight_fp32: bool = Field(default=False, description=(
+        "RMSNorm multiplies its weight in fp32, then casts (HF Olmo2RMSNorm)"))
+    rope_tables_fp32: bool = Field(default=False, description=(
+        "RoPE cos/sin stay fp32 and q, k are rotated in fp32 (HF Olmo2RotaryEmbedding)"))
+    rope_concat: bool = Field(default=False, description=(
+        "RoPE'd q, k rebuilt with torch.cat (partial rotary: HF GPT-NeoX, Phi): head-major"
+        " contiguous, so the attention output is transposed back by a copy"))
+    qk_norm_over_projection: bool = Field(default=False, description=(
+        "query/key norms normalize the whole projection per token, not each head (OLMo 2)"))
+    qk_norm_per_head_modules: bool = Field(default=False, description=(
+        "query/key norms as one module per head (HF StableLmLayerNormPerHead)"))
 
     @model_validator(mode="before")
     @classmethod
     def _family_traits(cls, data: Any) -> Any:
         if isinstance(data, dict) and "family" in data:
-            traits = FAMILY_TRAITS.get(str(data["family"]), {})
+            family = str(data["family"])
+            traits = FAMILY_TRAITS.get(family, {}) if family not in IMPORTER_ONLY_TRAITS else {}
             data = {**{k: v for k, v in traits.items()}, **data}
         return data
 
@@ -151,6 +200,8 @@ class ModelSpec(BaseModel):
                 raise ValueError("first_dense_layers exceeds num_layers")
         if self.is_mla and None in (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim):
             raise ValueError("MLA (kv_lora_rank set) needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim")
+        if self.full_attention_every and self.sliding_window_every != 1:
+            raise ValueError("give sliding_window_every or full_attention_every, not both")
         if self.arch == "encoder" and self.tie_embeddings is False and self.mlm_head:
             raise ValueError("the BERT MLM head ties its decoder to the embeddings: tie_embeddings=true")
         return self
@@ -166,6 +217,13 @@ class ModelSpec(BaseModel):
         if self.is_mla:
             return (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0)
         return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def rope_dim(self) -> int:
+        """Dims of each query/key head that RoPE rotates (MLA: the decoupled RoPE part)."""
+        if self.is_mla:
+            return self.qk_rope_head_dim or 0
+        return min(self.rotary_dim or self.head_size, self.head_size)
 
     @property
     def v_head_size(self) -> int:
@@ -194,9 +252,15 @@ class ModelSpec(BaseModel):
     @property
     def num_sliding_layers(self) -> int:
         """Layers that attend only to the last `sliding_window` tokens."""
+        return sum(1 for i in range(self.num_layers) if self.is_sliding_layer(i))
+
+    def is_sliding_layer(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based) attends only within the window."""
         if self.sliding_window is None:
-            return 0
-        return len(range(0, self.num_layers, self.sliding_window_every))
+            return False
+        if self.full_attention_every:
+            return (layer + 1) % self.full_attention_every != 0
+        return layer % self.sliding_window_every == 0
 
     def attended_tokens(self, context: int, sliding: bool) -> int:
         """Keys one query at position `context` attends to (the window caps it)."""
@@ -209,9 +273,21 @@ class ModelSpec(BaseModel):
         return self.arch == "decoder"
 
     # ---- parameter counts (exact, per HF module structure) -----------------------------------
+    @property
+    def norm_vectors(self) -> int:
+        """Learned vectors of one norm: LayerNorm weight and bias (per norm_affine), RMSNorm
+        a weight."""
+        if self.norm == "rmsnorm":
+            return 1
+        return {"weight_bias": 2, "weight": 1, "none": 0}[self.norm_affine]
+
+    @property
+    def norm_bias(self) -> bool:
+        return self.norm_vectors == 2
+
     def norm_params(self) -> int:
-        """One norm: LayerNorm has weight and bias, RMSNorm only a weight."""
-        return 2 * self.hidden_size if self.norm == "layernorm" else self.hidden_size
+        """One norm over hidden_size."""
+        return self.norm_vectors * self.hidden_size
 
     def attention_params(self) -> int:
         """One attention block: projections (and MLA's latent norms)."""
@@ -233,7 +309,16 @@ class ModelSpec(BaseModel):
         hd, kvh = self.head_size, self.kv_heads
         q, kv, o = d * h * hd, 2 * d * kvh * hd, h * hd * d
         bias = (h * hd + 2 * kvh * hd if self.qkv_bias else 0) + (d if self.out_bias else 0)
-        return q + kv + o + bias
+        return q + kv + o + bias + self.qk_norm_params()
+
+    def qk_norm_params(self) -> int:
+        """Query and key norm weights of one layer (Qwen3 q_norm/k_norm over head_dim; OLMo 2
+        over the whole projection)."""
+        if self.qk_norm == "head":
+            return 2 * self.head_size
+        if self.qk_norm == "all_heads":
+            return (self.num_heads + self.kv_heads) * self.head_size
+        return 0
 
     def mlp_params(self, inner: int | None = None) -> int:
         """One dense MLP with inner size `inner` (default intermediate_size)."""
@@ -276,6 +361,7 @@ class ModelSpec(BaseModel):
         n = self.norm_params() if self.final_norm else 0
         if not self.tie_embeddings:
             n += self.vocab_size * d
+        n += self.vocab_size if self.lm_head_bias else 0
         if self.pooler:
             n += d * d + d
         if self.mlm_head:  # transform dense + LayerNorm + decoder bias (decoder weight tied)
@@ -310,7 +396,7 @@ class ModelSpec(BaseModel):
         """Number of parameter tensors in the Hugging Face module layout (optimizers keep a
         per-tensor step counter). Fused layouts: GPT-2 c_attn, Phi-3 qkv_proj/gate_up_proj,
         MoE experts as two stacked tensors (transformers >= 5)."""
-        ln = 2 if self.norm == "layernorm" else 1
+        ln = self.norm_vectors
         fused_qkv = self.fused_qkv
         if self.is_mla:
             attn = (3 if self.q_lora_rank else 1) + 3 + 1
@@ -319,6 +405,7 @@ class ModelSpec(BaseModel):
             attn = 2 + (1 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
         else:
             attn = 4 + (3 if self.qkv_bias else 0) + (1 if self.out_bias else 0)
+        attn += self._qk_norm_tensors()
         gated_fused = self.fused_gate_up
         mlp = (2 if gated_fused else 3) if self.mlp == "gated" else 2
         mlp += mlp if self.mlp_bias else 0
@@ -330,9 +417,18 @@ class ModelSpec(BaseModel):
         n += ln if self.embedding_norm else 0
         n += ln if self.final_norm else 0
         n += 0 if self.tie_embeddings else 1
+        n += 1 if self.lm_head_bias else 0
         n += 2 if self.pooler else 0
         n += 2 + ln + 1 if self.mlm_head else 0
         return n
+
+    def _qk_norm_tensors(self) -> int:
+        """q_norm and k_norm weights; StableLM keeps one LayerNorm per head."""
+        if self.qk_norm == "none":
+            return 0
+        if self.qk_norm == "all_heads" and self.qk_norm_per_head_modules:
+            return self.num_heads + self.kv_heads
+        return 2
 
     def non_embedding_params(self) -> int:
         """Parameters outside the token/position embeddings (Kaplan et al. 2020 convention)."""
