@@ -128,8 +128,8 @@ def register(app: typer.Typer) -> None:
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
             "deepspeed, llm-foundry, hf, or auto (default: inferred from the layout: "
-            "TP/PP/SP/CP/EP -> megatron, ZeRO-3/FSDP -> fsdp, ZeRO-1/2 -> deepspeed, else "
-            "hf): kernels, attention, overlap")] = None,
+            "FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, ZeRO-3 -> fsdp, "
+            "ZeRO-1/2 -> deepspeed, else hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
         as_json: JsonOpt = False,

@@ -21,10 +21,11 @@ else:  # pragma: no cover
 
 DEFAULT_FRAMEWORK = "auto"
 """Used when no profile is named: the stack is inferred from the layout (`auto_framework`),
-because the layout says which stacks can run it: tensor, pipeline, sequence, context or expert
-parallelism -> megatron (Megatron-LM/Megatron-Core/NeMo are the stacks that run them); ZeRO-3
-or FSDP alone -> fsdp (PyTorch FSDP); ZeRO-1/2 alone -> deepspeed; plain data parallel -> hf
-(eager PyTorch DDP). The kernels the user states (`--fused`) are kept; the memory behaviour
+because the layout says which stacks can run it: FSDP, with or without TP/PP/CP -> fsdp
+(PyTorch FSDP; torchtitan composes it with them); other tensor, pipeline, sequence, context
+or expert parallelism -> megatron (Megatron-LM/Megatron-Core/NeMo are the stacks that run
+them); ZeRO-3 alone -> fsdp; ZeRO-1/2 alone -> deepspeed; plain data parallel -> hf (eager
+PyTorch DDP). The kernels the user states (`--fused`) are kept; the memory behaviour
 of a named stack is applied only when the user names it."""
 
 
@@ -113,8 +114,12 @@ def framework_names() -> list[str]:
 
 def auto_framework(cfg: TrainConfig) -> tuple[str, str]:
     """(profile name, why) for a job whose stack is not named (DEFAULT_FRAMEWORK): what the
-    layout implies. Model parallelism (TP/PP/SP/CP/EP) -> megatron; ZeRO-3/FSDP -> fsdp;
-    ZeRO-1/2 -> deepspeed; plain data parallel -> hf."""
+    layout implies. FSDP, alone or with TP/PP/CP (torchtitan composes FSDP2 with them; metaseq
+    and Meta's LLaMA code pair FSDP with Megatron TP) -> fsdp; other model parallelism
+    (TP/PP/SP/CP/EP) -> megatron; ZeRO-3 -> fsdp; ZeRO-1/2 -> deepspeed; plain data parallel
+    -> hf."""
+    if cfg.zero_stage == 3 and cfg.fsdp != "none":
+        return "fsdp", "auto: FSDP layout (torchtitan composes FSDP2 with TP, PP and CP)"
     if cfg.tp > 1 or cfg.pp > 1 or cfg.sp or cfg.cp > 1 or cfg.ep > 1:
         return "megatron", "auto: tensor/pipeline/sequence/context/expert parallel layout"
     if cfg.zero_stage == 3:
