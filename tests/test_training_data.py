@@ -121,7 +121,8 @@ def test_the_split_rule_is_the_issues():
                 "deepspeed-azure-a100-2022", "dgxc-nemo-h100-2502", "dgxc-maxtext-h100-2502",
                 "mbridge-h100-2602to2604", "mbridge-gb200-2602to2604", "mbridge-h100-2509",
                 "mbridge-b200-2509", "mbridge-gb200-2509", "automodel-h100-2026",
-                "torchtitan-h100-405b-2024", "nemo-launcher-bert-a100-2023"):
+                "torchtitan-h100-405b-2024", "nemo-launcher-bert-a100-2023",
+                "dgxc-nemo-sft-h100-2502"):
         assert split[fam] == "validation"
 
 
@@ -166,7 +167,7 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
     fams = {"dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411",
             "dgxc-nemo-h100-2504", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
             "megascale-megatron-a100", "mtnlg-530b-a100", "dgxc-nemo-h100-2502",
-            "dgxc-maxtext-h100-2502"}
+            "dgxc-maxtext-h100-2502", "dgxc-nemo-sft-h100-2502"}
     checked = 0
     for _, row in _rows():
         if row["family"] not in fams:
@@ -179,7 +180,7 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
         if published and "disagrees" not in row["inferred"]:
             assert tokens == pytest.approx(published, rel=0.004)
         checked += 1
-    assert checked == 103  # 79 + 20 (DGXC v25.02 NeMo) + 4 (DGXC v25.02 MaxText)
+    assert checked == 109  # 79 + DGXC v25.02: 20 NeMo pretraining, 4 MaxText, 6 NeMo SFT
 
 
 def test_mtnlg_iteration_times_give_the_quoted_tflops():
