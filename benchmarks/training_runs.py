@@ -949,11 +949,13 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
     return out
 
 
-XLA_FAMILIES: frozenset[str] = frozenset({"dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411"})
+XLA_FAMILIES: frozenset[str] = frozenset({
+    "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502"})
 """Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
-FSDP, like every other row)."""
+FSDP, like every other row). dgxc-maxtext-h100-2502 (hold-out) joins under the same rule, set
+before its rows were predicted."""
 
 
 PROMOTED_FAMILIES: frozenset[str] = frozenset({

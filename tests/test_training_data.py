@@ -118,7 +118,11 @@ def test_the_split_rule_is_the_issues():
                 "megascale-megatron-a100"):
         assert split[fam] == "calibration"
     for fam in ("dgxc-nemo-h100-2504", "mtnlg-530b-a100", "olmo-core-h100-2024",
-                "deepspeed-azure-a100-2022"):
+                "deepspeed-azure-a100-2022", "dgxc-nemo-h100-2502", "dgxc-maxtext-h100-2502",
+                "mbridge-h100-2602to2604", "mbridge-gb200-2602to2604", "mbridge-h100-2509",
+                "mbridge-b200-2509", "mbridge-gb200-2509", "automodel-h100-2026",
+                "torchtitan-h100-405b-2024", "nemo-launcher-bert-a100-2023",
+                "dgxc-nemo-sft-h100-2502"):
         assert split[fam] == "validation"
 
 
@@ -156,13 +160,14 @@ def test_olmo_core_shapes_follow_llama_like_rounding(tr):
 
 def test_step_time_tables_give_tokens_per_gpu_as_stated():
     """value = sequences x seq_len / (step or iteration time x GPUs), to the csv's rounding, for
-    the DGXC Benchmarking tables (H100 v24.11 and v25.04.01, GB200 v25.05; step time), the Nemotron-4 15B
-    report and MegaScale's Table 2 (iteration time); the published aggregate throughput agrees
-    to its rounding (one DGXC cell, Llama 3.1 70B on 2048 GPUs, disagrees with its own step time
-    and says so)."""
+    the DGXC Benchmarking tables (H100 v24.11, v25.02 and v25.04.01, GB200 v25.05; step time),
+    the Nemotron-4 15B report and MegaScale's Table 2 (iteration time); the published aggregate
+    throughput agrees to its rounding (one DGXC cell, Llama 3.1 70B on 2048 GPUs, disagrees with
+    its own step time and says so)."""
     fams = {"dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411",
             "dgxc-nemo-h100-2504", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
-            "megascale-megatron-a100", "mtnlg-530b-a100"}
+            "megascale-megatron-a100", "mtnlg-530b-a100", "dgxc-nemo-h100-2502",
+            "dgxc-maxtext-h100-2502", "dgxc-nemo-sft-h100-2502"}
     checked = 0
     for _, row in _rows():
         if row["family"] not in fams:
@@ -175,7 +180,7 @@ def test_step_time_tables_give_tokens_per_gpu_as_stated():
         if published and "disagrees" not in row["inferred"]:
             assert tokens == pytest.approx(published, rel=0.004)
         checked += 1
-    assert checked == 79
+    assert checked == 109  # 79 + DGXC v25.02: 20 NeMo pretraining, 4 MaxText, 6 NeMo SFT
 
 
 def test_mtnlg_iteration_times_give_the_quoted_tflops():
