@@ -541,35 +541,12 @@ def _falcon(f: _Fields) -> dict[str, Any]:
 def _gpt_bigcode(f: _Fields) -> dict[str, Any]:
     # transformers models/gpt_bigcode/configuration_gpt_bigcode.py (v5): GPT-2 layout (learned
     # positions, LayerNorm, biases everywhere, fused c_attn) with multi_query (default true):
-    # one K/V head, c_attn of width hidden + 2 x head_dim.
-    if f.flag("add_cross_attention", False):
-        raise f.bad("add_cross_attention", True, "false (cross-attention is not supported)")
-    d = f.integer("n_embd", aliases=("hidden_size",))
-    heads = f.integer("n_head", aliases=("num_attention_heads",))
-    inner = f.opt_integer("n_inner")
-    return {
-        "arch": "decoder",
-        "vocab_size": f.integer("vocab_size"),
-        "hidden_size": d,
-        "num_layers": f.integer("n_layer", aliases=("num_hidden_layers",)),
-        "num_heads": heads,
-        "num_kv_heads": 1 if f.flag("multi_query", True) else heads,
-        "intermediate_size": inner if inner is not None else 4 * d,
-        "mlp": "plain",
-        "activation": f.activation("activation_function", "gelu_pytorch_tanh"),
-        "norm": "layernorm",
-        "position": "learned",
-        "max_position_embeddings": f.integer(
-            "n_positions", 1024, aliases=("max_position_embeddings",)
-        ),
-        "tie_embeddings": f.flag("tie_word_embeddings", True),
-        "qkv_bias": True,
-        "out_bias": True,
-        "mlp_bias": True,
-        "hidden_dropout": f.number("resid_pdrop", 0.1),
-        "attention_dropout": f.number("attn_pdrop", 0.1),
-        "embedding_dropout": f.number("embd_pdrop", 0.1),
-    }
+    # one K/V head, c_attn of width hidden + 2 x head_dim; its default activation is
+    # gelu_pytorch_tanh (GPT-2's gelu_new).
+    fields = _gpt2(f)
+    heads = fields["num_heads"]
+    return {**fields, "num_kv_heads": 1 if f.flag("multi_query", True) else heads,
+            "activation": f.activation("activation_function", "gelu_pytorch_tanh")}
 
 
 def _starcoder2(f: _Fields) -> dict[str, Any]:
