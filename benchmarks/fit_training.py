@@ -19,6 +19,7 @@ used here.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
@@ -43,6 +44,7 @@ ErrorTable = dict[float, dict[str, list[float]]]
 """grid value -> family -> |error| % of its primary rows"""
 
 
+@functools.cache
 def _class_of(framework: str) -> str:
     return get_framework(framework).end_to_end_class
 

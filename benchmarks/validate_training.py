@@ -174,8 +174,8 @@ def run_efficiency(run: TrainingRun, device: Device,
                    end_to_end: float | Mapping[str, float] | None = None,
                    auto: bool = False) -> Efficiency:
     """The efficiency gpuplan uses for `run`: its framework profile's attention kernel and
-    overlaps on the device's measured ceilings, with the end-to-end factor given (default:
-    the fitted TRAINING_END_TO_END)."""
+    overlaps on the device's measured ceilings, with the end-to-end factor given (one value, or
+    one per stack class; default: the fitted END_TO_END_BY_STACK of the profile's class)."""
     return framework_efficiency(device, run_framework(run, auto)[0], end_to_end)
 
 

@@ -576,19 +576,9 @@ def _olmo2(f: _Fields) -> dict[str, Any]:
     # layout with q_norm/k_norm (RMSNorm over the whole q and k projections) and the two
     # RMSNorms of a layer applied to the attention and MLP outputs before the residual add
     # (post_attention_layernorm, post_feedforward_layernorm) instead of to their inputs: the
-    # same norm sizes and work, so the op model keeps its pre-norm placement.
-    bias = f.flag("attention_bias", False)
-    return _rope_decoder(
-        f,
-        num_kv_heads=f.opt_integer("num_key_value_heads"),
-        head_dim=_head_dim(f),
-        activation=f.activation("hidden_act", "silu"),
-        max_position_embeddings=f.integer("max_position_embeddings", 2048),
-        tie_embeddings=f.flag("tie_word_embeddings", False),
-        qkv_bias=bias,
-        out_bias=bias,
-        qk_norm="all_heads",
-    )
+    # same norm sizes and work, so the op model keeps its pre-norm placement. Olmo2Config has
+    # no mlp_bias, so the Llama converter's default (none) holds.
+    return {**_llama(f), "qk_norm": "all_heads"}
 
 
 def _phi(f: _Fields) -> dict[str, Any]:
