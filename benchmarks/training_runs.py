@@ -964,12 +964,19 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "mbridge-h100", "mbridge-b200", "mbridge-gb200", "torchao-b200-2025",
     "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
     "nemotron4-15b-h100", "megascale-megatron-a100", "dgxc-paxml-h100-2411",
-    "dgxc-nemo-gb200-2505"})
-"""Hold-out families scored once, at stop 9 or 10 (benchmarks/results/
-training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt), then moved to calibration
-at stop 11: their rows are in data/training_calibration.csv after the earlier calibration
-rows. Each hold-out family is scored once and then used for fitting; new families replace
-them in data/training_validation.csv."""
+    "dgxc-nemo-gb200-2505",
+    # scored once at stop 11, promoted at stop 12
+    "dgxc-nemo-h100-2504", "mtnlg-530b-a100", "olmo-core-h100-2024", "deepspeed-azure-a100-2022",
+    "dgxc-nemo-h100-2502", "dgxc-maxtext-h100-2502", "dgxc-nemo-sft-h100-2502",
+    "mbridge-h100-2602to2604", "mbridge-gb200-2602to2604", "mbridge-h100-2509",
+    "mbridge-b200-2509", "mbridge-gb200-2509", "automodel-h100-2026", "torchtitan-h100-405b-2024",
+    "nemo-launcher-bert-a100-2023"})
+"""Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
+(benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
+11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) at stop 12. Their
+rows are in data/training_calibration.csv after the earlier calibration rows. Each hold-out
+family is scored once and then used for fitting; new families replace them in
+data/training_validation.csv."""
 
 NOT_FITTED_FAMILIES: frozenset[str] = frozenset({
     "torchtitan-h100-2024", "torchtitan-h100-asynctp-2025", "torchao-b200-2025"})

@@ -162,3 +162,92 @@ def test_fp8_training_pays_casts_and_keeps_attention_in_16_bits():
     fp8 = _step("llama-3-8b", 8, replace(FSDP_JOB, precision="fp8-mixed"), "megatron")
     no_casts = bf16.step_time_s * 0.5
     assert no_casts < fp8.step_time_s < bf16.step_time_s
+
+
+def _fp8_casts(framework: str) -> dict[str, Op]:
+    from gpuplan.specs.memory_behaviour import behaviour_for
+
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, precision="fp8-mixed", fused=True,
+                      dropout=False, memory_behaviour=behaviour_for(framework))
+    ops = build_training(get_model("llama-3-8b"), 1, 4096, train_impl(cfg, "gpu"))
+    return {o.name: o for o in ops if "fp8_cast" in o.name and o.phase == "forward"}
+
+
+def test_transformer_engine_caches_fp8_weights_and_quantizes_inside_the_norm():
+    """Megatron-Core passes is_first_microbatch to TE's linears, so the FP8 weight is made once
+    per step, not per micro-batch; its QKV and fc1 are LayerNormLinear, whose norm writes the
+    FP8 input; its output layer is not a TE module and stays bf16. Llama-3-8B, 4096 tokens:
+    only the out and down projections cast, their inputs only (4096 x 4096 and 4096 x 14336);
+    without the cache (torchao) every linear casts input + weight."""
+    mega, titan = _fp8_casts("megatron"), _fp8_casts("fsdp")
+    assert sorted(n.split(".")[-2] for n in mega) == ["down", "out"]
+    out = next(o for n, o in mega.items() if ".out." in n)
+    down = next(o for n, o in mega.items() if ".down." in n)
+    assert out.bytes_read == 2 * 4096 * 4096 and down.bytes_read == 2 * 4096 * 14336
+    qkv = next(o for n, o in titan.items() if "qkv" in n)
+    assert qkv.bytes_read == 2 * (4096 * 4096 + 4096 * 6144)
+    assert len(titan) == 4 + 1  # qkv, out, gate_up, down per layer and the LM head
+    from gpuplan.specs.memory_behaviour import behaviour_for
+
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, precision="fp8-mixed", fused=True,
+                      dropout=False, memory_behaviour=behaviour_for("megatron"))
+    ops = build_training(get_model("llama-3-8b"), 1, 4096, train_impl(cfg, "gpu"))
+    head = [o.dtype for o in ops if o.name.startswith("lm_head") and o.kind == "matmul"]
+    assert head == ["bf16"] * 3
+
+
+def test_non_reentrant_checkpoint_skips_the_last_linear_as_pytorch_does():
+    """Real PyTorch: torch.utils.checkpoint (non-reentrant, early stop on by default) does not
+    rerun a block's last linear, whose forward only saves its input. The backward of a
+    checkpointed pre-norm block differs with and without early stop by exactly that linear's
+    forward FLOPs, and so does the model's recomputation (Impl.recompute_early_stop)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    from torch.utils.flop_counter import FlopCounterMode
+
+    t, d, ff = 64, 32, 96
+    norm, up, down = torch.nn.LayerNorm(d), torch.nn.Linear(d, ff), torch.nn.Linear(ff, d)
+
+    def block(x):  # type: ignore[no-untyped-def]
+        return x + down(torch.nn.functional.gelu(up(norm(x))))
+
+    flops = {}
+    for early in (True, False):
+        x = torch.randn(t, d, requires_grad=True)
+        with set_checkpoint_early_stop(early):
+            y = checkpoint(block, x, use_reentrant=False)
+        with FlopCounterMode(display=False) as fc:
+            y.sum().backward()
+        flops[early] = fc.get_total_flops()
+    assert flops[False] - flops[True] == 2 * t * ff * d
+
+    m = get_model("gpt2")
+    base = TrainConfig(micro_batch=2, seq_len=128, recompute="full", dropout=False, fused=True)
+    rerun = {}
+    for early in (True, False):
+        impl = replace(train_impl(base, "gpu"), recompute_early_stop=early)
+        ops = build_training(m, 2, 128, impl)
+        rerun[early] = sum(o.total_flops for o in ops
+                           if o.name.endswith(".recompute") and o.kind == "matmul")
+    tokens = 2 * 128
+    down_fwd = 2 * tokens * m.intermediate_size * m.hidden_size * m.num_layers
+    assert rerun[False] - rerun[True] == pytest.approx(down_fwd, rel=1e-12)
+
+
+def test_early_stop_is_what_pytorch_native_stacks_run():
+    from gpuplan.specs.memory_behaviour import behaviour_for
+
+    assert behaviour_for("fsdp").recompute_early_stop
+    assert behaviour_for("llm-foundry").recompute_early_stop
+    for name in ("megatron", "nemo", "deepspeed", "hf", "default"):
+        assert not behaviour_for(name).recompute_early_stop
+    m, d, fw = get_model("llama-3-8b"), get_device("h100"), get_framework("fsdp")
+    cfg = fw.apply(replace(FSDP_JOB, recompute="full", micro_batch=8, global_batch=256),
+                   named=True)
+    assert cfg.behaviour.recompute_early_stop
+    eff = framework_efficiency(d, fw)
+    early = step_time(m, default_cluster(d, 8), cfg, eff)
+    whole = step_time(m, default_cluster(d, 8), replace(
+        cfg, memory_behaviour=replace(cfg.behaviour, recompute_early_stop=False)), eff)
+    none = step_time(m, default_cluster(d, 8), replace(cfg, recompute="none"), eff)
+    assert none.step_time_s < early.step_time_s < whole.step_time_s

@@ -142,7 +142,7 @@ def _group(m: ModelSpec, cluster: Cluster, cfg: TrainConfig, eff: Efficiency,
     key = (cfg.tp, cfg.cp, cfg.ep, cfg.micro_batch)
     base = done.get(key) if cfg.recompute == "full" else None
     if base is not None and full_recompute_derivable(m, cfg):
-        prof = with_full_recompute(m, base[0])
+        prof = with_full_recompute(m, base[0], impl.recompute_early_stop)
         mem = memory_profile(m, cfg, impl, base[1].per_block)
     elif cfg.recompute == "full":  # with dropout the recomputed forward is built, as in
         prof = timing_profile(m, cfg, impl, cluster.device, eff, time_cache)  # step_time

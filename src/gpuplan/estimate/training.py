@@ -163,6 +163,10 @@ class BlockProfile:
     layer_fwd_s: float
     attn_fwd_s: float
     layer_fwd_flops: float
+    block_tail: dict[str, float] = field(default_factory=dict)
+    """the part of block_fwd that early-stopped recomputation does not rerun (Op.recompute_tail)"""
+    layer_tail_s: float = 0.0
+    layer_tail_flops: float = 0.0
 
 
 def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
@@ -170,7 +174,8 @@ def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
     rl = roofline(ops, device, eff, cache)
     block_t: dict[str, float] = {}
     block_fwd: dict[str, float] = {}
-    fwd = layer_fwd = attn = attn_fwd = layer_fwd_flops = 0.0
+    block_tail: dict[str, float] = {}
+    fwd = layer_fwd = attn = attn_fwd = layer_fwd_flops = tail = tail_flops = 0.0
     for row in rl.rows:
         o = row.op
         key = str(o.layer if o.per_layer else ("embedding" if o.component == "embedding"
@@ -186,22 +191,32 @@ def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
         if o.per_layer:
             block_fwd[key] = block_fwd.get(key, 0.0) + per
             layer_fwd += row.time_s
-            layer_fwd_flops += o.total_flops if o.kind in ("matmul", "attention", "conv") else 0
+            mm_flops = o.total_flops if o.kind in ("matmul", "attention", "conv") else 0
+            layer_fwd_flops += mm_flops
+            if o.recompute_tail:
+                block_tail[key] = block_tail.get(key, 0.0) + per
+                tail += row.time_s
+                tail_flops += mm_flops
     return BlockProfile(block_t, fwd / rl.total_time_s, attn / m.num_layers,
                         ops.flops(matmul_only=True), block_fwd, rl.total_time_s, fwd, layer_fwd,
-                        attn_fwd, layer_fwd_flops)
+                        attn_fwd, layer_fwd_flops, block_tail, tail, tail_flops)
 
 
-def with_full_recompute(m: ModelSpec, p: BlockProfile) -> BlockProfile:
+def with_full_recompute(m: ModelSpec, p: BlockProfile, early_stop: bool = False) -> BlockProfile:
     """Full recomputation (Chen et al. 2016; Korthikanti et al. 2022 §5) runs each layer's
     forward once more in its backward: the profile without recomputation plus each layer's
-    forward, counted as backward work. What `build_training` emits for recompute="full"
-    (it keeps only layer inputs; their bytes are the memory model's business)."""
-    block_t = {k: v + p.block_fwd.get(k, 0.0) for k, v in p.block_t.items()}
-    total = p.total_s + p.layer_fwd_s
+    forward (less its tail under early stop, Impl.recompute_early_stop), counted as backward
+    work. What `build_training` emits for recompute="full" (it keeps only layer inputs; their
+    bytes are the memory model's business)."""
+    tail = p.block_tail if early_stop else {}
+    block_t = {k: v + p.block_fwd.get(k, 0.0) - tail.get(k, 0.0) for k, v in p.block_t.items()}
+    rerun_s = p.layer_fwd_s - (p.layer_tail_s if early_stop else 0.0)
+    rerun_flops = p.layer_fwd_flops - (p.layer_tail_flops if early_stop else 0.0)
+    total = p.total_s + rerun_s
     return BlockProfile(block_t, p.fwd_s / total, (p.attn_core * m.num_layers + p.attn_fwd_s)
-                        / m.num_layers, p.hw_flops + p.layer_fwd_flops, p.block_fwd, total,
-                        p.fwd_s, p.layer_fwd_s, p.attn_fwd_s, p.layer_fwd_flops)
+                        / m.num_layers, p.hw_flops + rerun_flops, p.block_fwd, total,
+                        p.fwd_s, p.layer_fwd_s, p.attn_fwd_s, p.layer_fwd_flops, p.block_tail,
+                        p.layer_tail_s, p.layer_tail_flops)
 
 
 def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, eff: Efficiency,
@@ -215,7 +230,8 @@ def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, e
         return block_profile(m, training_ops(m, cfg, impl, built), device, eff, cache)
     none = replace(cfg, recompute="none")
     return with_full_recompute(m, block_profile(
-        m, training_ops(m, none, replace(impl, recompute="none"), built), device, eff, cache))
+        m, training_ops(m, none, replace(impl, recompute="none"), built), device, eff, cache),
+        impl.recompute_early_stop)
 
 
 def full_recompute_derivable(m: ModelSpec, cfg: TrainConfig) -> bool:

@@ -42,6 +42,15 @@ class Ctx:
     fp8_inputs: bool = False
     """FP8 training with Transformer Engine: each linear of a transformer layer keeps its own
     FP8 copy of its input for the weight-gradient GEMM (1 byte per element), not the 16-bit one"""
+    fp8_weights_cached: bool = False
+    """FP8 training: the FP8 weights are made once per optimizer step, not per micro-batch
+    (Impl.fp8_weights_cached), so a linear casts only its input and output gradient"""
+    fp8_norm_casts: bool = False
+    """FP8 training: the norm before a linear writes its output in FP8 itself (Impl.
+    fp8_norm_casts), so that linear has no input cast of its own"""
+    head_dtype: str | None = None
+    """matmul dtype of the LM head when it differs from the layers' (FP8 training that keeps
+    the output layer in 16 bits: Impl.fp8_blocks_only)"""
     count: int = 1
     layer: str | None = None
     component: str = "other"
@@ -73,12 +82,14 @@ class Ctx:
 
 def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
            saves_input: bool = True, weight_rows: float | None = None,
-           saved_rows: float | None = None, weight_bytes: float | None = None) -> None:
+           saved_rows: float | None = None, weight_bytes: float | None = None,
+           after_norm: bool = False) -> None:
     """Y[m,n] = X[m,k] W[k,n] (+ b): 2mkn FLOPs. Backward: dX = dY Wᵀ and dW = Xᵀ dY, 2mkn each.
 
     `weight_rows` (default k) lets MoE read only the experts a batch touches; `saved_rows`
     (default m) is how many input rows stay saved (sequence parallelism keeps a shard and
-    gathers it again in backward).
+    gathers it again in backward). `after_norm`: the input is a norm's output (pre-norm QKV
+    and first MLP linear), which FP8 training may quantize in the norm kernel (Ctx.fp8_norm_casts).
     """
     e, wb = c.e, c.weight_bytes if weight_bytes is None else weight_bytes
     wk = k if weight_rows is None else weight_rows
@@ -94,7 +105,8 @@ def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
          saved=saved, shape=shape)
     if c.train and c.dtype == "fp8":
-        fp8_casts(c, name, m * k + wk * n, m * n)
+        fp8_casts(c, name, (0.0 if after_norm and c.fp8_norm_casts else m * k)
+                  + (0.0 if c.fp8_weights_cached else wk * n), m * n)
     if c.train:
         c.op(f"{name}.dgrad", "matmul", 2 * m * k * n, m * n * e + weights, m * k * e,
              shape=f"{int(m)}x{n} @ {n}x{k}", backward=True)
@@ -110,8 +122,9 @@ def fp8_casts(c: Ctx, name: str, fwd_elems: float, bwd_elems: float) -> None:
     cast-transpose kernel: read 16 bits, write 8 + 8); the backward casts the output gradient
     the same way (TE docs "Using FP8 with Transformer Engine"; transformer_engine
     cast_transpose). Memory-bound work that FP8 does not make faster."""
-    c.op(f"{name}.fp8_cast", "copy", fwd_elems, fwd_elems * c.e, 2 * fwd_elems, kernels=2,
-         shape=f"{int(fwd_elems)}")
+    if fwd_elems:
+        c.op(f"{name}.fp8_cast", "copy", fwd_elems, fwd_elems * c.e, 2 * fwd_elems, kernels=2,
+             shape=f"{int(fwd_elems)}")
     c.op(f"{name}.fp8_cast", "copy", bwd_elems, bwd_elems * c.e, 2 * bwd_elems,
          shape=f"{int(bwd_elems)}", backward=True)
 

@@ -62,6 +62,25 @@ class Impl:
     fp8_quantized_inputs: bool = False
     """FP8 training keeps FP8 copies of the layers' linear inputs (Transformer Engine), not the
     16-bit inputs (torchao's Float8Linear saves the high-precision input)"""
+    fp8_weights_cached: bool = False
+    """FP8 training makes each linear's FP8 weight (and its transpose) once per optimizer step
+    and reuses it in every micro-batch, so no per-micro-batch weight cast (Megatron-Core passes
+    is_first_microbatch to Transformer Engine's linears, which then cache the FP8 weight; with
+    FP8 primary weights, --fp8-param-gather, the parameter is FP8 already). False: the weight
+    is cast in every forward (torchao Float8Linear; TE called without is_first_microbatch)"""
+    fp8_blocks_only: bool = False
+    """FP8 training runs only the transformer layers' linears in FP8; the LM head stays in the
+    16-bit dtype (Megatron-Core's output_layer is not a Transformer Engine module;
+    MemoryBehaviour.fp8_blocks_only)"""
+    recompute_early_stop: bool = False
+    """full recomputation through PyTorch's non-reentrant checkpoint, which stops recomputing
+    once every tensor saved for backward is back: the layer's last linear and what follows are
+    not rerun (torch.utils.checkpoint early stop; Op.recompute_tail). False: the whole layer
+    forward is rerun (Megatron's CheckpointFunction, reentrant checkpoints)"""
+    fp8_norm_casts: bool = False
+    """FP8 training quantizes the pre-norm QKV and first MLP linear inputs inside the norm kernel
+    (Transformer Engine LayerNormLinear / Megatron-Core TELayerNormColumnParallelLinear: the norm
+    takes the linear's input quantizer), so those linears have no separate input cast"""
 
     def __post_init__(self) -> None:
         for name in ("dtype", "matmul_dtype", "weight_dtype", "kv_dtype", "grad_dtype"):
@@ -117,4 +136,9 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
                 if cfg.behaviour.training_kv_cache is None
                 else cfg.behaviour.training_kv_cache,
                 fp8_quantized_inputs=cfg.precision == "fp8-mixed"
-                and cfg.behaviour.fp8_saves_quantized_inputs)
+                and cfg.behaviour.fp8_saves_quantized_inputs,
+                fp8_weights_cached=cfg.precision == "fp8-mixed"
+                and cfg.behaviour.fp8_weights_cached,
+                fp8_norm_casts=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_norm_casts,
+                recompute_early_stop=cfg.behaviour.recompute_early_stop,
+                fp8_blocks_only=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_blocks_only)

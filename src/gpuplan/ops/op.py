@@ -60,6 +60,10 @@ class Op:
     skips_masked: bool = False
     """the kernel skips fully masked tiles (FlashAttention with a causal or window mask), so it
     executes about `useful_flops`, not `flops`"""
+    recompute_tail: bool = False
+    """forward op of a layer's tail after its last op that saves a tensor for backward (the
+    last linear, which saves only its input, and what follows it): under full recomputation
+    with PyTorch's non-reentrant checkpoint it is not run again (early stop)"""
     meta: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     @property

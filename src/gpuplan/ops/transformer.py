@@ -28,7 +28,9 @@ def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
                mask_bytes=1 if impl.target == "cuda" else e,
                grad_bytes=DTYPE_BYTES[impl.grad_dtype or impl.dtype],
                weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused,
-               cpu=impl.target == "cpu", fp8_inputs=impl.fp8_quantized_inputs)
+               cpu=impl.target == "cpu", fp8_inputs=impl.fp8_quantized_inputs,
+               fp8_weights_cached=impl.fp8_weights_cached, fp8_norm_casts=impl.fp8_norm_casts,
+               head_dtype=impl.dtype if train and impl.fp8_blocks_only else None)
 
 
 def _useful_keys(s: int, window: int | None, causal: bool) -> float:
@@ -58,23 +60,26 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     h, hkv, dqk, dv = loc.heads, loc.kv_heads, m.head_size, m.v_head_size
     e = c.e
     saved_rows = t * loc.rep
+    pre = m.arch == "decoder"  # the projections read norm1's output
     if m.is_mla:
         r_q, r_kv, rope = m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0
         if r_q:
-            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q, saved_rows=saved_rows)
+            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q, saved_rows=saved_rows,
+                          after_norm=pre)
             blocks.rmsnorm(c, "attn.q_a_norm", t, r_q)
             blocks.linear(c, "attn.q_b", t, r_q, h * dqk)
         else:
-            blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False)
+            blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False,
+                          after_norm=pre)
         blocks.linear(c, "attn.kv_a", t, m.hidden_size, r_kv + rope, saves_input=not r_q,
-                      saved_rows=saved_rows)
+                      saved_rows=saved_rows, after_norm=pre)
         blocks.rmsnorm(c, "attn.kv_a_norm", t, r_kv)
         blocks.linear(c, "attn.kv_b", t, r_kv, h * ((m.qk_nope_head_dim or 0) + dv))
         hkv = h  # decompressed K/V have every head
     else:
         n_qkv = h * dqk + hkv * dqk + hkv * dv
         blocks.linear(c, "attn.qkv", t, m.hidden_size, n_qkv, bias=m.qkv_bias,
-                      saved_rows=saved_rows)
+                      saved_rows=saved_rows, after_norm=pre)
         qk_norms(c, m, t, h, hkv)
     if m.position == "rope":
         rot = t * (h + hkv) * m.rope_dim
@@ -151,15 +156,16 @@ def _flash_qkv_saved(m: ModelSpec, impl: Impl, t: int, h: int, hkv: int) -> floa
 
 
 def mlp_block(c: Ctx, m: ModelSpec, t: float, inner: int, name: str = "mlp",
-         saved_rows: float | None = None) -> None:
+              saved_rows: float | None = None, after_norm: bool = False) -> None:
     d = m.hidden_size
     if m.mlp == "gated":
         blocks.linear(c, f"{name}.gate_up", t, d, 2 * inner, bias=m.mlp_bias,
-                      saved_rows=saved_rows)
+                      saved_rows=saved_rows, after_norm=after_norm)
         blocks.gated_unit(c, name, m.activation, t * inner)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
     else:
-        blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias, saved_rows=saved_rows)
+        blocks.linear(c, f"{name}.up", t, d, inner, bias=m.mlp_bias, saved_rows=saved_rows,
+                      after_norm=after_norm)
         blocks.activation(c, f"{name}.act", m.activation, t * inner)
         blocks.linear(c, f"{name}.down", t, inner, d, bias=m.mlp_bias)
 
@@ -255,7 +261,7 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
         if moe:
             moe_block(c, m, t, loc)  # tokens gathered across TP; each GPU computes ff/tp of them
         else:
-            mlp_block(c, m, t, loc.ff, saved_rows=0 if shared_norm else tr)
+            mlp_block(c, m, t, loc.ff, saved_rows=0 if shared_norm else tr, after_norm=pre)
         blocks.dropout(c, "mlp.resid_dropout", tr * d, p_hidden)
         if m.norms_per_layer == 4:
             c.component = "norm"
@@ -265,27 +271,41 @@ def _layers(ctx: Ctx, m: ModelSpec, impl: Impl, b: int, s: int, p_hidden: float,
         if not pre:
             c.component = "norm"
             blocks.layernorm(c, "norm2", tr, d)
+        _mark_recompute_tail(c)
         _recompute(c, impl, checkpoint=0.0)
         flush_into(ctx, c)
 
 
+def _mark_recompute_tail(c: Ctx) -> None:
+    """Tag the layer's forward ops that a non-reentrant checkpoint does not recompute: PyTorch
+    stops the recomputation once the last tensor saved for backward is saved again
+    (torch.utils.checkpoint set_checkpoint_early_stop, on by default since 2.1), and a linear
+    saves its input before it computes, so the tail from the last saving linear on is skipped
+    (from the op after the last saving op when that op saves its output, e.g. a norm)."""
+    saving = [i for i, o in enumerate(c.fwd) if o.saved_bytes > 0]
+    if not saving:
+        return
+    last = saving[-1]
+    start = last if c.fwd[last].kind == "matmul" else last + 1
+    c.fwd[start:] = [replace(o, recompute_tail=True) for o in c.fwd[start:]]
+
+
 def _recompute(c: Ctx, impl: Impl, checkpoint: float) -> None:
     """Full recomputation: the block keeps only its checkpointed input (the layer input) and
-    runs its forward again before its backward (Chen et al. 2016; +1 forward of hardware FLOPs)."""
+    runs its forward again before its backward (Chen et al. 2016; +1 forward of hardware FLOPs),
+    less the layer's tail under early stop (Impl.recompute_early_stop, _mark_recompute_tail)."""
     if impl.recompute != "full" or not c.train:
         return
-    c.bwd.extend(reversed([blocks.recomputed(o) for o in c.fwd]))
+    c.bwd.extend(reversed([blocks.recomputed(o) for o in c.fwd
+                           if not (impl.recompute_early_stop and o.recompute_tail)]))
     c.fwd[:] = [replace(o, saved_bytes=0.0) for o in c.fwd]
     if checkpoint:
         c.op("checkpoint", "copy", 0.0, 0.0, 0.0, saved=checkpoint, kernels=0)  # bookkeeping
 
 
 def replace_ctx(ctx: Ctx, count: int, layer: str | None) -> Ctx:
-    return Ctx(phase=ctx.phase, dtype=ctx.dtype, e=ctx.e, train=ctx.train,
-               mask_bytes=ctx.mask_bytes, grad_bytes=ctx.grad_bytes,
-               weight_bytes=ctx.weight_bytes, fused=ctx.fused, cpu=ctx.cpu,
-               fp8_inputs=ctx.fp8_inputs, count=count, layer=layer,
-               component=ctx.component, prefix="layers.")
+    """A fresh context for one block kind of the layers, with ctx's settings."""
+    return replace(ctx, count=count, layer=layer, prefix="layers.", fwd=[], bwd=[])
 
 
 def flush_into(into: Ctx, c: Ctx) -> None:
@@ -337,7 +357,8 @@ def head_block(c: Ctx, m: ModelSpec, t: float, logits_tokens: float, loss: bool,
         blocks.activation(c, "mlm.act", m.activation, t * d)
         blocks.layernorm(c, "mlm.norm", t, d)
     # quantized checkpoints (GPTQ/AWQ, FP8) keep the LM head in 16 bits
-    blocks.linear(c, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head or m.lm_head_bias,
+    head = replace(c, dtype=c.head_dtype) if c.head_dtype else c
+    blocks.linear(head, "lm_head", logits_tokens, d, vocab, bias=m.mlm_head or m.lm_head_bias,
                   saved_rows=logits_tokens * rep, weight_bytes=c.e)
     if loss:
         c.component = "loss"

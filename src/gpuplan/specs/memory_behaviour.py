@@ -95,6 +95,18 @@ class MemoryBehaviour:
     fp8_saves_quantized_inputs: bool = False
     """FP8 training: each layer linear keeps an FP8 copy of its input for backward, not the
     16-bit input (Transformer Engine; ops.blocks.linear)"""
+    fp8_weights_cached: bool = False
+    """FP8 training: the FP8 weights are made once per optimizer step and kept across its
+    micro-batches (the copies fp8_weight_copies counts), so the step model casts no weight per
+    micro-batch (ops.impl.Impl.fp8_weights_cached)"""
+    recompute_early_stop: bool = False
+    """full recomputation through PyTorch's non-reentrant checkpoint with early stop (its
+    default since PyTorch 2.1): the layer's tail after its last saving linear is not rerun
+    (ops.impl.Impl.recompute_early_stop); False for Megatron's and DeepSpeed's own checkpoint
+    functions and for reentrant checkpoints (Hugging Face's default)"""
+    fp8_norm_casts: bool = False
+    """FP8 training: the norm kernel before the QKV and first MLP linear writes their FP8 input
+    (Transformer Engine LayerNormLinear; ops.impl.Impl.fp8_norm_casts)"""
     training_kv_cache: bool | None = None
     """whether the model code builds a KV cache in training (copies of k and v): only Hugging
     Face models do (use_cache defaults to True); None leaves TrainConfig.training_kv_cache"""
@@ -113,6 +125,9 @@ class MemoryBehaviour:
                 "fp8_primary_weights": self.fp8_primary_weights,
                 "fp8_blocks_only": self.fp8_blocks_only,
                 "fp8_saves_quantized_inputs": self.fp8_saves_quantized_inputs,
+                "fp8_weights_cached": self.fp8_weights_cached,
+                "fp8_norm_casts": self.fp8_norm_casts,
+                "recompute_early_stop": self.recompute_early_stop,
                 "sources": list(self.sources)}
 
 
@@ -130,22 +145,28 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
     "fsdp": MemoryBehaviour(
         name="fsdp", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         fsdp_reshard_with_pp=False, selective="per-op", training_kv_cache=False,
-        loss_parallel=True, tp_saves_gathered_inputs=True,
+        loss_parallel=True, tp_saves_gathered_inputs=True, recompute_early_stop=True,
         sources=("torchtitan: cross_entropy(pred.flatten(0, 1).float()); `del pred` before "
                  "backward; FSDP2 prefetches one unit; reshard_after_forward=False with PP; "
+                 "full AC = ptd_checkpoint_wrapper per block (non-reentrant; PyTorch's early "
+                 "stop on in the benchmarked releases; torchtitan turned it off by default "
+                 "at 25413d2, 2025-08-29: activation_checkpoint.early_stop); "
                  "loss_parallel with TP; DTensor TP keeps the gathered inputs of ColwiseParallel "
                  "linears",)),
     "llm-foundry": MemoryBehaviour(
         name="llm-foundry", loss="fused", keeps_logits=True, fsdp_units_gathered=2,
-        training_kv_cache=False,
+        training_kv_cache=False, recompute_early_stop=True,
         sources=("llm-foundry ComposerMPTCausalLM: loss_fn defaults to fused_crossentropy, "
                  "flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index=-100) "
                  "(inplace_backward off); Composer keeps the outputs (logits); FSDP "
-                 "FULL_SHARD, BACKWARD_PRE, limit_all_gathers",)),
+                 "FULL_SHARD, BACKWARD_PRE, limit_all_gathers; activation checkpointing "
+                 "non-reentrant (scripts/train/yamls/pretrain/mpt-*.yaml "
+                 "activation_checkpointing_reentrant: false @8c8dd48), so PyTorch's early "
+                 "stop applies",)),
     "megatron": MemoryBehaviour(
         name="megatron", loss="vocab-parallel", keeps_logits=False, training_kv_cache=False,
         ddp_bucket_copies=False, fp8_weight_copies=2.0, fp8_primary_weights=True, fp8_blocks_only=True,
-        fp8_saves_quantized_inputs=True,
+        fp8_saves_quantized_inputs=True, fp8_weights_cached=True, fp8_norm_casts=True,
         sources=("Megatron-LM _VocabParallelCrossEntropy on output.float() (Shoeybi et al. "
                  "2019 §3: logits never gathered; softmax and gradient in place); its fused "
                  "forms keep the same fp32 tensor: --cross-entropy-loss-fusion 'native' "
@@ -156,7 +177,14 @@ BEHAVIOURS: dict[str, MemoryBehaviour] = {
                  "row-wise and column-wise FP8 weight data, FP8 column-wise copies of the "
                  "layers' linear inputs saved for backward; embedding and output_layer stay "
                  "bf16; FP8 primary weights as Megatron-LM's H100 FP8 example runs "
-                 "(examples/llama/train_llama3_8b_h100_fp8.sh: --fp8-param-gather)")),
+                 "(examples/llama/train_llama3_8b_h100_fp8.sh: --fp8-param-gather); the FP8 "
+                 "weights are made once per step and reused by every micro-batch "
+                 "(megatron/core/extensions/transformer_engine.py @d98e8a6 passes is_first_microbatch "
+                 "to TE's linears; TE linear.py re-quantizes the weight only when "
+                 "is_first_microbatch is None or True); the QKV and fc1 linears are "
+                 "TELayerNormColumnParallelLinear, whose norm writes the FP8 input itself "
+                 "(TE layernorm_linear.py @d0067d0: apply_normalization with the input "
+                 "quantizer, with_quantized_norm)")),
     "deepspeed": MemoryBehaviour(
         name="deepspeed", loss="fp32", keeps_logits=False, fsdp_units_gathered=2,
         sources=("DeepSpeed ZeRO-3 prefetch (stage3_prefetch_bucket_size) of the next "
