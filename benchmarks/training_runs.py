@@ -901,8 +901,6 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "fms-llama2-34b": (32000, 8192, 48, 64, 8, 22016, False, False,
                        "foundation-model-stack/fms-fsdp @ed74fd5 fms_fsdp/utils/config_utils.py "
                        "'llama2_34b'; fms/models/llama.py LLaMAConfig defaults"),
-    "smollm3-3b": (128256, 2048, 36, 16, 4, 11008, True, False,
-                   "huggingface/smollm @a041759 text/pretraining/smollm3/stage1_8T.yaml"),
     "nanotron-bench-1.34b": (131072, 2048, 16, 32, 32, 8192, True, False, _NANOTRON_BENCH),
     "nanotron-bench-3.57b": (131072, 3072, 28, 32, 32, 8192, True, False, _NANOTRON_BENCH),
     "nanotron-bench-8.86b": (131072, 4096, 32, 32, 32, 14336, False, False, _NANOTRON_BENCH),
@@ -912,7 +910,7 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
 attention biases, source). InternLM-7B: intermediate 11008 = int(4096 x 8/3) rounded up to a
 multiple of 256 (InternEvo FeedForward multiple_of); vocab 103168; biases on q, k, v and the
-output projection. SmolLM3: NoPE on every 4th layer is read as RoPE everywhere (same matmuls).
+output projection.
 The nanotron scaling-benchmark models are named by nanotron's own parameter estimate
 (1.34B, 3.57B, 8.86B, 80.0B in docs/benchmark_summary.svg), which these shapes reproduce."""
 
@@ -927,9 +925,20 @@ def llama_like(name: str, seq: int) -> ModelSpec:
         tie_embeddings=tied, qkv_bias=attn_bias, out_bias=attn_bias)
 
 
+_BLOOM_NAME = re.compile(r"bloom-h(\d+)-l(\d+)-a(\d+)")
+"""A BLOOM-architecture model of another shape in the csv's model cell: bloom-h{hidden}-l{layers}
+-a{heads} (BLOOM_176B's ALiBi, embedding LayerNorm, GELU 4h, biases, tied vocab 250880)."""
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
     if name in LLAMA_LIKE:
         return llama_like(name, seq)
+    bloom = _BLOOM_NAME.fullmatch(name)
+    if bloom is not None:
+        h, layers, heads = (int(x) for x in bloom.groups())
+        return BLOOM_176B.model_copy(update={
+            "name": name, "hidden_size": h, "num_layers": layers, "num_heads": heads,
+            "intermediate_size": 4 * h})
     if name.startswith("mpt-"):
         return mpt(name[4:], seq)
     if name.startswith("nemotron-4-"):
