@@ -889,7 +889,56 @@ def olmo_core(size: str) -> ModelSpec:
         max_position_embeddings=4096, tie_embeddings=False)
 
 
+_NANOTRON_BENCH = ("huggingface/nanotron @2411b02 scripts/scaling_benchmarks.py model_configs "
+                   "(1B/3B/8B/70B: layers, hidden, heads, ffn), vocab 131072, MHA, tied below ffn 10000")
+
+LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
+    "tinyllama-1.1b": (32000, 2048, 22, 32, 4, 5632, False, False,
+                       "jzhang38/TinyLlama @bf12224 lit_gpt/config.py 'tiny_LLaMA_1b'"),
+    "internlm-7b": (103168, 4096, 32, 32, 32, 11008, False, True,
+                    "InternLM/InternEvo @c628a8c configs/7B_sft.py, internlm/model/"
+                    "modeling_internlm.py (qkv and output biases), modules/mlp.py"),
+    "fms-llama2-34b": (32000, 8192, 48, 64, 8, 22016, False, False,
+                       "foundation-model-stack/fms-fsdp @ed74fd5 fms_fsdp/utils/config_utils.py "
+                       "'llama2_34b'; fms/models/llama.py LLaMAConfig defaults"),
+    "nanotron-bench-1.34b": (131072, 2048, 16, 32, 32, 8192, True, False, _NANOTRON_BENCH),
+    "nanotron-bench-3.57b": (131072, 3072, 28, 32, 32, 8192, True, False, _NANOTRON_BENCH),
+    "nanotron-bench-8.86b": (131072, 4096, 32, 32, 32, 14336, False, False, _NANOTRON_BENCH),
+    "nanotron-bench-80b": (131072, 8192, 80, 64, 64, 28672, False, False, _NANOTRON_BENCH),
+}
+"""Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
+no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
+attention biases, source). InternLM-7B: intermediate 11008 = int(4096 x 8/3) rounded up to a
+multiple of 256 (InternEvo FeedForward multiple_of); vocab 103168; biases on q, k, v and the
+output projection.
+The nanotron scaling-benchmark models are named by nanotron's own parameter estimate
+(1.34B, 3.57B, 8.86B, 80.0B in docs/benchmark_summary.svg), which these shapes reproduce."""
+
+
+def llama_like(name: str, seq: int) -> ModelSpec:
+    """A decoder of LLAMA_LIKE; `seq` only sizes the position range (RoPE has no table)."""
+    vocab, d, layers, heads, kv, ff, tied, attn_bias, source = LLAMA_LIKE[name]
+    return ModelSpec(
+        name=name, family="llama", source=source, vocab_size=vocab, hidden_size=d,
+        num_layers=layers, num_heads=heads, num_kv_heads=kv, intermediate_size=ff, mlp="gated",
+        activation="silu", norm="rmsnorm", position="rope", max_position_embeddings=max(seq, 2048),
+        tie_embeddings=tied, qkv_bias=attn_bias, out_bias=attn_bias)
+
+
+_BLOOM_NAME = re.compile(r"bloom-h(\d+)-l(\d+)-a(\d+)")
+"""A BLOOM-architecture model of another shape in the csv's model cell: bloom-h{hidden}-l{layers}
+-a{heads} (BLOOM_176B's ALiBi, embedding LayerNorm, GELU 4h, biases, tied vocab 250880)."""
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
+    if name in LLAMA_LIKE:
+        return llama_like(name, seq)
+    bloom = _BLOOM_NAME.fullmatch(name)
+    if bloom is not None:
+        h, layers, heads = (int(x) for x in bloom.groups())
+        return BLOOM_176B.model_copy(update={
+            "name": name, "hidden_size": h, "num_layers": layers, "num_heads": heads,
+            "intermediate_size": 4 * h})
     if name.startswith("mpt-"):
         return mpt(name[4:], seq)
     if name.startswith("nemotron-4-"):

@@ -220,12 +220,13 @@ def test_deepspeed_azure_tokens_follow_from_the_logged_tflops(tr):
 
 
 def test_megatron_family_rows_run_the_distributed_optimizer(tr):
-    # both Megatron-Core profiles (megatron, nemo) shard the optimizer (ZeRO-1); FSDP stacks
-    # shard everything; a row's stack decides, not its family
+    # both Megatron-Core profiles (megatron, nemo) shard the optimizer (ZeRO-1) unless the row
+    # states its recipe's ZeRO stage (nanotron's zero_stage 0 rows); FSDP stacks shard
+    # everything; a row's stack decides, not its family
     for _, row in _rows():
         run = tr.by_id(row["run_id"])
         if row["framework"] in ("megatron", "nemo"):
-            assert run.train.get("zero") == 1, run.run_id
+            assert run.train.get("zero") == int(row["zero"] or 1), run.run_id
         elif row["framework"] in ("fsdp", "llm-foundry"):
             assert run.train.get("fsdp") == "full", run.run_id
 
@@ -264,3 +265,71 @@ def test_nemotron4_340b_rows_carry_the_yamls_bf16_optimizer(tr):
     assert bpp15 == {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
     every = [r for r in tr.RUNS if r.family == "dgxc-nemo-h100-2411"]
     assert len(every) == 24 and all(r.train.get("grad_dtype") == "compute" for r in every)
+
+
+def _nanotron_flops_per_token(layers: int, d: int, heads: int, ffn: int, vocab: int,
+                              seq: int) -> int:
+    """huggingface/nanotron @2411b02 src/nanotron/models/llama.py get_flops per token (MHA):
+    3 x the forward matmuls (q, k, v, scores, values, output, gated MLP, LM head)."""
+    fwd = (6 * layers * d * d + 4 * layers * d * seq + 2 * layers * d * d
+           + 6 * layers * d * ffn + 2 * d * vocab)
+    return 3 * fwd
+
+
+def test_nanotron_benchmark_rows_follow_from_the_figures_mfu(tr):
+    """nanotron docs/benchmark_summary.svg gives MFU per model and node count; value = MFU x
+    989.5 TFLOP/s / get_flops per token at seq 4096, vocab 131072. The formula reproduces the
+    comment in scripts/scaling_benchmarks.py (3B, 28 x 3072, ffn 8192: 14167.25 tok/s/gpu =
+    363.66 TFLOPs); every cell's layout fills its nodes and a 256 x 4096 = 1M-token batch; the
+    shapes count as nanotron's own estimate names them (1.34B ... 80.0B)."""
+    per_3b = _nanotron_flops_per_token(28, 3072, 32, 8192, 131072, 4096)
+    assert round(14167.25 * per_3b / 1e12, 2) == 363.66
+    rows = [r for _, r in _rows() if r["family"] == "nanotron-bench-h100-2025"]
+    assert len(rows) == 8  # per model the figure's fewest and most nodes
+    for row in rows:
+        run = tr.by_id(row["run_id"])
+        m = run.model
+        per_tok = _nanotron_flops_per_token(m.num_layers, m.hidden_size, m.num_heads,
+                                            m.intermediate_size, m.vocab_size, 4096)
+        tokens = _secondary(row)["mfu_pct"] / 100 * 989.5e12 / per_tok
+        assert float(row["value"]) == pytest.approx(tokens, abs=0.051), row["run_id"]
+        assert run.num_gpus % 8 == 0 and run.train["global_batch"] * 4096 == 2**20
+    sizes = {n: round(tr.llama_like(n, 4096).params() / 1e9, 2) for n in tr.LLAMA_LIKE}
+    assert [sizes[f"nanotron-bench-{s}"] for s in ("1.34b", "3.57b", "8.86b", "80b")] == [
+        1.34, 3.57, 8.86, 80.0]
+    assert (sizes["tinyllama-1.1b"], sizes["internlm-7b"], sizes["fms-llama2-34b"]) == (
+        1.1, 7.32, 33.74)
+
+
+def test_fms_fsdp_throughput_and_mfu_columns_agree(tr):
+    """fms-fsdp README: tokens/s/GPU and the PaLM-style MFU table of the same version agree
+    (6N + 12·L·d·s per token over 312 / 989.5 TFLOP/s) within 0.04, so no cell was swapped in
+    transcription (the README's own FLOP count differs slightly for the GQA models)."""
+    rows = [r for _, r in _rows() if r["family"].startswith("fms-fsdp-")]
+    assert len(rows) == 16
+    for row in rows:
+        run = tr.by_id(row["run_id"])
+        m = run.model
+        per_tok = 6 * m.params() + 12 * m.num_layers * m.hidden_size * 4096
+        peak = 312e12 if row["device"].startswith("A100") else 989.5e12
+        mfu = float(row["value"]) * per_tok / peak
+        assert mfu == pytest.approx(_secondary(row)["mfu"], abs=0.04), row["run_id"]
+        assert run.train["global_batch"] == 2 * run.num_gpus == 2 * run.train["dp"]
+
+
+def test_bigscience_topology_rows_reproduce_the_logged_tflops(tr):
+    """bigscience chronicles-prequel (2022-02-25): the TFLOPs column is Megatron-DeepSpeed's
+    24·4·B·s·l·h²·(1 + s/6h + V/16lh) / (time·GPUs) (checkpoint-activations factor 4, V 250880)
+    of the same row's seconds per iteration, so the time, batch and shape were transcribed
+    together and activations were recomputed; value = GBS x 2048 / (time x 384)."""
+    rows = [r for _, r in _rows() if r["family"] == "bigscience-tr11-topology-a100-2022"]
+    assert len(rows) == 20
+    for row in rows:
+        run = tr.by_id(row["run_id"])
+        m, sec = run.model, _secondary(row)
+        b, s, h, layers, v = int(row["global_batch"]), 2048, m.hidden_size, m.num_layers, 250880
+        flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+        t = sec["iteration_time_s"]
+        assert flops / (t * 384) / 1e12 == pytest.approx(sec["tflops_per_gpu_ckpt4"], abs=0.011)
+        assert float(row["value"]) == pytest.approx(b * s / (t * 384), abs=0.005)
+        assert run.train["recompute"] == "full" and m.vocab_size == v and m.embedding_norm
