@@ -105,24 +105,20 @@ def test_korthikanti_values_follow_from_mfu_and_iteration_time():
 
 
 def test_the_split_rule_is_the_issues():
-    """Megatron-Core H100 and Korthikanti 2022 (named in issue 10) are calibration; the
-    hold-out families scored once at stops 9 and 10 (results in benchmarks/results/) were then
-    moved to calibration; the families added at stop 11 are the hold-out."""
+    """Megatron-Core H100 and Korthikanti 2022 (named in issue 10) are calibration; every
+    hold-out family scored once (stops 9-11, results in benchmarks/results/) was then moved to
+    calibration (training_runs.PROMOTED_FAMILIES); the families added at stop 12 are the
+    hold-out."""
+    import training_runs as tr
+
     split = {row["family"]: FILES[name] for name, row in _rows()}
     assert split["megatron-core-h100"] == split["korthikanti2022-a100"] == "calibration"
-    for fam in ("torchtitan-h100-2024", "torchtitan-h100-asynctp-2025",
-                "torchtitan-h200-trainy-2025", "nemo-h100-2407", "mbridge-h100", "mbridge-b200",
-                "mbridge-gb200", "llama3-405b-h100", "torchao-b200-2025",
-                "nemo-launcher-a100-2022", "dgxc-nemo-h100-2411", "dgxc-maxtext-h100-2411",
-                "dgxc-paxml-h100-2411", "dgxc-nemo-gb200-2505", "nemotron4-15b-h100",
-                "megascale-megatron-a100"):
+    assert tr.PROMOTED_FAMILIES <= set(split)
+    for fam in tr.PROMOTED_FAMILIES:
         assert split[fam] == "calibration"
-    for fam in ("dgxc-nemo-h100-2504", "mtnlg-530b-a100", "olmo-core-h100-2024",
-                "deepspeed-azure-a100-2022", "dgxc-nemo-h100-2502", "dgxc-maxtext-h100-2502",
-                "mbridge-h100-2602to2604", "mbridge-gb200-2602to2604", "mbridge-h100-2509",
-                "mbridge-b200-2509", "mbridge-gb200-2509", "automodel-h100-2026",
-                "torchtitan-h100-405b-2024", "nemo-launcher-bert-a100-2023",
-                "dgxc-nemo-sft-h100-2502"):
+    for fam in ("internevo-a100-2023", "tinyllama-a100-40gb", "fms-fsdp-a100-2403",
+                "fms-fsdp-h100-2403", "fms-fsdp-a100-2405", "fms-fsdp-h100-2405",
+                "nanotron-bench-h100-2025", "bigscience-tr11-topology-a100-2022"):
         assert split[fam] == "validation"
 
 
