@@ -994,8 +994,16 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 verification=row["verification"], inferred=tuple(
                     x.strip() for x in row["inferred"].split(";") if x.strip()),
                 notes=row["notes"], split=split, framework=fw,
-                activations_offloaded="activations" in offload))
+                activations_offloaded="activations" in offload,
+                cluster=_csv_cluster(row)))
     return out
+
+
+def _csv_cluster(row: dict[str, str]) -> dict[str, Any]:
+    """The network a row's source states (column scale_out_gbps: GB/s per GPU per direction,
+    as `gpuplan train --scale-out-gbps`; empty = the device's default cluster)."""
+    gbps = (row.get("scale_out_gbps") or "").strip()
+    return {"scale_out_bytes_per_s": float(gbps) * 1e9} if gbps else {}
 
 
 XLA_FAMILIES: frozenset[str] = frozenset({
