@@ -980,6 +980,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["optimizer"] = row["optimizer"]
             if row.get("grad_dtype"):  # gradients kept as the recipe says, not the stack default
                 train["grad_dtype"] = row["grad_dtype"]
+            if row.get("loss"):  # the loss kernel the recipe names (TrainConfig.loss)
+                train["loss"] = row["loss"]
             offload = row.get("offload") or ""  # what the run's recipe keeps in CPU memory
             if "optimizer" in offload:
                 train["offload_optimizer"] = True
@@ -1027,10 +1029,15 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "dgxc-nemo-h100-2502", "dgxc-maxtext-h100-2502", "dgxc-nemo-sft-h100-2502",
     "mbridge-h100-2602to2604", "mbridge-gb200-2602to2604", "mbridge-h100-2509",
     "mbridge-b200-2509", "mbridge-gb200-2509", "automodel-h100-2026", "torchtitan-h100-405b-2024",
-    "nemo-launcher-bert-a100-2023"})
+    "nemo-launcher-bert-a100-2023",
+    # scored once at stop 12 (...-data8-2026-12-02-stop12*.txt), promoted at stop 12
+    "internevo-a100-2023", "tinyllama-a100-40gb", "fms-fsdp-a100-2403", "fms-fsdp-h100-2403",
+    "fms-fsdp-a100-2405", "fms-fsdp-h100-2405", "nanotron-bench-h100-2025",
+    "bigscience-tr11-topology-a100-2022"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
-11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) at stop 12. Their
+11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
+(...-data8-2026-12-02-stop12*.txt) at stop 12. Their
 rows are in data/training_calibration.csv after the earlier calibration rows. Each hold-out
 family is scored once and then used for fitting; new families replace them in
 data/training_validation.csv."""

@@ -141,3 +141,28 @@ def test_framework_aliases_name_the_same_profile(capsys, alias, profile):
     assert by_alias["assumptions"]["framework"]["chosen"] == f"named by the user as {alias!r}"
     assert by_alias["tokens_per_s"] == by_name["tokens_per_s"]
     assert by_alias["memory"]["total_bytes"] == by_name["memory"]["total_bytes"]
+
+
+def test_loss_option_overrides_the_stack_loss(capsys):
+    """--loss fused (a compiled or flash-attn cross-entropy) replaces the fsdp profile's fp32
+    loss: the loss backward's transient drops from two fp32 copies of the logits (2 x 4 bytes
+    per logit) to one 16-bit gradient (2 bytes), 2 x 4096 tokens x 128,256 logits here."""
+    args = ("memory", "llama-3-8b", "--gpu", "h100", "--seq-len", "4096", "--micro-batch", "2",
+            "--framework", "fsdp")
+    fp32 = _json(capsys, *args)
+    fused = _json(capsys, *args, "--loss", "fused")
+    same = _json(capsys, *args, "--loss", "fp32")
+    logits = 2 * 4096 * 128_256
+    assert fp32["other_items"]["transient_peak"] == 8 * logits
+    assert fused["other_items"]["transient_peak"] == 2 * logits
+    assert same["total_bytes"] == fp32["total_bytes"]
+    assert fused["assumptions"]["memory_behaviour"]["loss"] == "fused"
+    assert fp32["assumptions"]["memory_behaviour"]["loss"] == "fp32"
+
+
+def test_bad_loss_is_one_line_exit_2():
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", "memory", "llama-3-8b",
+                        "--loss", "fp12"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "--loss" in p.stderr and "fused" in p.stderr
+    assert p.stderr.count("\n") == 1 and not p.stdout

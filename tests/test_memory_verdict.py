@@ -115,17 +115,17 @@ def test_the_band_in_code_is_the_one_the_calibration_peaks_give(vm):  # type: ig
 def test_no_calibration_run_that_ran_is_declared_out_of_memory(vm):  # type: ignore[no-untyped-def]
     """Bar fixed before looking: at most one run that really ran declared out of memory;
     with each run's framework profile and without one (the inferred behaviour). It holds on
-    the development families; the hold-out families promoted to calibration at stop 11
+    the development families; the hold-out families promoted to calibration at stops 11-12
     (training_runs.PROMOTED_FAMILIES) failed it when scored and are guarded against getting
-    worse than their recorded count (README: 5 with --framework, 9 without)."""
+    worse than their recorded count (README, stop 12: 9 with --framework, 13 without)."""
     import training_runs as tr
 
-    for named, promoted_ceiling in ((True, 5), (False, 9)):
+    for named, promoted_ceiling in ((True, 9), (False, 13)):
         rows = vm.ran("calibration", named=named)
-        assert len(rows) > 350
+        assert len(rows) > 500
         dev = [r for r in rows if r.family not in tr.PROMOTED_FAMILIES]
         promoted = [r for r in rows if r.family in tr.PROMOTED_FAMILIES]
-        assert len(dev) > 200 and len(promoted) > 100
+        assert len(dev) > 200 and len(promoted) > 250
         assert sum(r.declared_oom for r in dev) <= vm.MAX_VALIDATION_MISSES
         assert sum(r.declared_oom for r in promoted) <= promoted_ceiling
 

@@ -46,6 +46,15 @@ class OptimizerChoice(str, Enum):
     adamw_bf16_states = "adamw-bf16-states"
 
 
+class LossChoice(str, Enum):
+    auto = "auto"
+    fp32 = "fp32"
+    fused = "fused"
+    fused_inplace = "fused-inplace"
+    vocab_parallel = "vocab-parallel"
+    chunked = "chunked"
+
+
 class RecomputeChoice(str, Enum):
     none = "none"
     selective = "selective"

@@ -211,7 +211,7 @@ training kernels on 4 x A100 and 4 x H100 measured by Lee et al. 2025, "Characte
 Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114,
 abstract: 18.9% average, 40.0% maximum). A measurement, not fitted here."""
 
-END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.70, "megatron": 0.74}
+END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.66, "megatron": 0.74}
 """End-to-end factor for training steps (see Efficiency.end_to_end), one per stack class
 (Framework.end_to_end_class): 'megatron' = Megatron-LM / Megatron-Core / NeMo, which run
 Transformer Engine or apex fused kernels under their own schedules; 'pytorch' = the PyTorch-native

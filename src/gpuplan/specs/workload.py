@@ -9,13 +9,14 @@ to kernel settings, used by memory, step time and the layout search alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from dataclasses import field as dc_field
 from typing import Literal, get_args
 
 from gpuplan.errors import InputError
 from gpuplan.specs.finetune import LoraConfig
 from gpuplan.specs.memory_behaviour import (
+    LossKind,
     INFER,
     RESERVED_OVERHEAD,
     MemoryBehaviour,
@@ -50,7 +51,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "precision": get_args(Precision), "optimizer": get_args(Optimizer),
     "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
     "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32", "compute"),
-    "grad_reduce_dtype": ("auto", "grad", "fp32"),
+    "grad_reduce_dtype": ("auto", "grad", "fp32"), "loss": ("auto", *get_args(LossKind)),
 }
 
 
@@ -103,12 +104,18 @@ class TrainConfig:
     """full fine-tuning (default) or LoRA/QLoRA adapters (specs/finetune.py, estimate/lora.py)"""
     memory_behaviour: MemoryBehaviour | None = None
     """the training stack's loss, FSDP and pipeline memory habits (None: 'default')"""
+    loss: str = "auto"
+    """how the cross-entropy loss is computed, overriding the stack's (MemoryBehaviour.loss):
+    fp32 (logits upcast, PyTorch cross_entropy on .float()), fused (one kernel keeps 16-bit
+    logits and gradient: flash-attn/Liger cross-entropy, a torch.compile'd loss), fused-inplace,
+    vocab-parallel (Megatron), chunked; auto = as the stack does"""
 
     @property
     def behaviour(self) -> MemoryBehaviour:
         """The stack's memory behaviour; INFER (no framework named) resolved by the layout."""
         b = self.memory_behaviour or behaviour_for(None)
-        return inferred_behaviour(self.tp, self.cp, self.ep) if b is INFER else b
+        b = inferred_behaviour(self.tp, self.cp, self.ep) if b is INFER else b
+        return b if self.loss == "auto" else replace(b, loss=self.loss)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):

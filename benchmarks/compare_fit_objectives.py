@@ -1,0 +1,98 @@
+"""Choose the fit objective of the end-to-end factors by leave-one-family-out (calibration only).
+
+For each candidate objective, fit every stack class's factor on all calibration families but
+one, predict the one left out, and report the left-out errors over families (median and mean of
+the family medians) and the rows' errors at the fit on all families. The objective with the
+lowest left-out error is the one benchmarks/fit_training.py uses. No hold-out row is read.
+
+    PYTHONPATH=src python benchmarks/compare_fit_objectives.py
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fit_training as ft  # noqa: E402
+from validate_training import _percentile  # noqa: E402
+
+Errors = dict[str, list[float]]
+Objective = Callable[[Errors, list[str]], float]
+
+
+def _family_medians(errs: Errors, families: list[str]) -> list[float]:
+    return [statistics.median(errs[f]) for f in families if errs.get(f)]
+
+
+def median_of_family_medians(errs: Errors, families: list[str]) -> float:
+    m = _family_medians(errs, families)
+    return statistics.median(m) if m else math.inf
+
+
+def mean_of_family_medians(errs: Errors, families: list[str]) -> float:
+    m = _family_medians(errs, families)
+    return statistics.fmean(m) if m else math.inf
+
+
+def mean_of_capped_family_medians(errs: Errors, families: list[str]) -> float:
+    m = [min(x, 50.0) for x in _family_medians(errs, families)]
+    return statistics.fmean(m) if m else math.inf
+
+
+def row_median(errs: Errors, families: list[str]) -> float:
+    return ft.objective(errs, families)[0]
+
+
+CANDIDATES: dict[str, Objective] = {
+    "median over families of the family median": median_of_family_medians,
+    "mean over families of the family median": mean_of_family_medians,
+    "mean of the family medians capped at 50 %": mean_of_capped_family_medians,
+    "median over rows (fit_training.objective)": row_median,
+}
+
+
+def _fit(table: ft.ErrorTable, families: list[str], obj: Objective) -> float:
+    fitted = [f for f in families if f not in ft.NOT_FITTED_FAMILIES]
+    return min(table, key=lambda e: obj(table[e], fitted))
+
+
+def evaluate(tables: dict[str, ft.ErrorTable], families: list[str], obj: Objective
+             ) -> tuple[dict[str, float], list[float], list[float]]:
+    """(factors fitted on all families, left-out family medians, rows' |error| at that fit)."""
+    fit_all = {c: _fit(t, families, obj) for c, t in tables.items()}
+    left_out = []
+    for f in families:
+        if f in ft.NOT_FITTED_FAMILIES:
+            continue
+        others = [g for g in families if g != f]
+        used = {c: _fit(t, others, obj) for c, t in tables.items()
+                if any(t[e].get(f) for e in t)}
+        errs = [x for c, e in used.items() for x in tables[c][e].get(f, [])]
+        left_out.append(statistics.median(errs))
+    rows = [x for c, e in fit_all.items() for f in families for x in tables[c][e].get(f, [])]
+    return fit_all, left_out, rows
+
+
+def main() -> None:
+    tables = ft.grid_errors()
+    fams = [f for f in ft.CALIBRATION_FAMILIES
+            if any(t[e].get(f) for t in tables.values() for e in t)]
+    print(f"Fit objectives by leave-one-family-out over {len(fams)} calibration families")
+    print("| objective | fitted factors | left-out median | left-out mean | rows median | "
+          "rows p90 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for name, obj in CANDIDATES.items():
+        fit_all, left, rows = evaluate(tables, fams, obj)
+        factors = ", ".join(f"{c} {e:.2f}" for c, e in fit_all.items())
+        print(f"| {name} | {factors} | {statistics.median(left):.2f} | "
+              f"{statistics.fmean(left):.2f} | {statistics.median(rows):.2f} | "
+              f"{_percentile(rows, 90):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
