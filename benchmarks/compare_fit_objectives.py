@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fit_training as ft  # noqa: E402
-from validate_training import _percentile  # noqa: E402
+import fit_training as ft
+from validate_training import _percentile
 
 Errors = dict[str, list[float]]
 Objective = Callable[[Errors, list[str]], float]

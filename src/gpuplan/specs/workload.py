@@ -16,9 +16,9 @@ from typing import Literal, get_args
 from gpuplan.errors import InputError
 from gpuplan.specs.finetune import LoraConfig
 from gpuplan.specs.memory_behaviour import (
-    LossKind,
     INFER,
     RESERVED_OVERHEAD,
+    LossKind,
     MemoryBehaviour,
     behaviour_for,
     inferred_behaviour,
