@@ -166,3 +166,14 @@ def test_bad_loss_is_one_line_exit_2():
     assert p.returncode == 2
     assert "--loss" in p.stderr and "fused" in p.stderr
     assert p.stderr.count("\n") == 1 and not p.stdout
+
+
+@pytest.mark.parametrize("extra", [("--document-len", "9000"),
+                                   ("--mode", "infer", "--document-len", "512"),
+                                   ("--mode", "infer", "--loss", "fused")])
+def test_document_len_and_loss_refusals_are_one_line_exit_2(extra):
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", "memory", "llama-3-8b",
+                        "--seq-len", "4096", *extra], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert extra[-2] in p.stderr
+    assert p.stderr.count("\n") == 1 and not p.stdout

@@ -53,6 +53,10 @@ GlobalBatchOpt = Annotated[int | None, typer.Option(
     "--global-batch", min=1, max=MAX_GLOBAL_BATCH, rich_help_panel=_JOB,
     help="sequences per optimizer step (default: micro-batch x dp)")]
 OptimizerOpt = Annotated[OptimizerChoice, typer.Option("--optimizer", rich_help_panel=_JOB)]
+DocumentLenOpt = Annotated[int | None, typer.Option(
+    "--document-len", min=1, max=MAX_SEQ, rich_help_panel=_JOB,
+    help="tokens per document when sequences pack documents with attention inside each "
+         "(FlashAttention varlen / document mask); default one document per sequence")]
 LossOpt = Annotated[LossChoice, typer.Option(
     "--loss", rich_help_panel=_JOB,
     help="cross-entropy: fp32 (upcast logits), fused (flash-attn/Liger/compiled: 16-bit logits "
@@ -116,7 +120,7 @@ _L = LoraConfig()
 DEFAULTS: dict[str, Any] = {
     "micro_batch": _D.micro_batch, "seq_len": None, "global_batch": _D.global_batch,
     "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
-    "loss": LossChoice(_D.loss),
+    "loss": LossChoice(_D.loss), "document_len": _D.document_len,
     "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
     "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
@@ -158,7 +162,8 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
         cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
         fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"],
-        lora=lora_job(o), loss=o.get("loss", LossChoice.auto).value)
+        lora=lora_job(o), loss=o.get("loss", LossChoice.auto).value,
+        document_len=o.get("document_len"))
 
 
 def lora_job(o: dict[str, Any]) -> LoraConfig:
@@ -178,4 +183,4 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
             "grad_dtype": grad_dtype(o),
             "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
             "fused": o["fused"], "target": o["target"],
-            "loss": o.get("loss", LossChoice.auto).value}
+            "loss": o.get("loss", LossChoice.auto).value, "document_len": o.get("document_len")}

@@ -68,6 +68,9 @@ class Impl:
     is_first_microbatch to Transformer Engine's linears, which then cache the FP8 weight; with
     FP8 primary weights, --fp8-param-gather, the parameter is FP8 already). False: the weight
     is cast in every forward (torchao Float8Linear; TE called without is_first_microbatch)"""
+    document_len: int | None = None
+    """packed documents with attention inside each (TrainConfig.document_len): a query attends
+    over its document's earlier tokens, not the whole sequence's"""
     fp8_blocks_only: bool = False
     """FP8 training runs only the transformer layers' linears in FP8; the LM head stays in the
     16-bit dtype (Megatron-Core's output_layer is not a Transformer Engine module;
@@ -141,4 +144,5 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
                 and cfg.behaviour.fp8_weights_cached,
                 fp8_norm_casts=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_norm_casts,
                 recompute_early_stop=cfg.behaviour.recompute_early_stop,
+                document_len=cfg.document_len,
                 fp8_blocks_only=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_blocks_only)

@@ -85,7 +85,11 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
         rot = t * (h + hkv) * m.rope_dim
         blocks.elementwise(c, "attn.rope", rot, rot, kernels=1 if c.fused else 5,
                            flops_per_elem=3.0)
-    useful = _useful_keys(seq_len, window, m.causal)
+    # packed documents (varlen FlashAttention): a query's keys are its document's, so the
+    # average span is that of a sequence of document_len tokens; the kernel skips the
+    # cross-document tiles as it skips causally masked ones (a naive masked attention does not)
+    span = min(seq_len, impl.document_len) if impl.document_len else seq_len
+    useful = _useful_keys(span, window, m.causal)
     cpu_math = impl.attention == "flash" and impl.target == "cpu" and (p_attn > 0 or dqk != dv)
     if impl.attention == "naive" or cpu_math:
         start = len(c.fwd)

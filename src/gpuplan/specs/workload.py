@@ -104,6 +104,10 @@ class TrainConfig:
     """full fine-tuning (default) or LoRA/QLoRA adapters (specs/finetune.py, estimate/lora.py)"""
     memory_behaviour: MemoryBehaviour | None = None
     """the training stack's loss, FSDP and pipeline memory habits (None: 'default')"""
+    document_len: int | None = None
+    """tokens per document when each sequence packs several documents and attention stays
+    within each (FlashAttention varlen with cu_seqlens, a document mask): the attention core
+    then attends over the documents, not the whole sequence; None = one document per sequence"""
     loss: str = "auto"
     """how the cross-entropy loss is computed, overriding the stack's (MemoryBehaviour.loss):
     fp32 (logits upcast, PyTorch cross_entropy on .float()), fused (one kernel keeps 16-bit
@@ -134,6 +138,11 @@ class TrainConfig:
             raise InputError("cuda_context_bytes", self.cuda_context_bytes, "bytes >= 0")
         if self.shard_size is not None:
             check_positive("shard_size", self.shard_size)
+        if self.document_len is not None:
+            check_positive("document_len", self.document_len)
+            if self.document_len > self.seq_len:
+                raise InputError("document_len", self.document_len,
+                                 f"at most seq_len = {self.seq_len} tokens")
 
     @property
     def grad_accum(self) -> int:
@@ -187,7 +196,8 @@ class InferConfig:
 
 TRAIN_ONLY = ("global_batch", "precision", "optimizer", "zero", "fsdp", "dp", "pp", "cp", "ep",
               "sp", "virtual_stages", "recompute", "attention", "grad_dtype",
-              "grad_reduce_dtype", "offload_optimizer", "dropout", "fused", "target")
+              "grad_reduce_dtype", "offload_optimizer", "dropout", "fused", "target", "loss",
+              "document_len")
 """TrainConfig fields that an inference job has no use for"""
 
 _OPTION = {"sp": "--sequence-parallel", "grad_dtype": "--grad-fp32", "dropout": "--no-dropout"}
