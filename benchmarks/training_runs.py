@@ -905,6 +905,9 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "nanotron-bench-3.57b": (131072, 3072, 28, 32, 32, 8192, True, False, _NANOTRON_BENCH),
     "nanotron-bench-8.86b": (131072, 4096, 32, 32, 32, 14336, False, False, _NANOTRON_BENCH),
     "nanotron-bench-80b": (131072, 8192, 80, 64, 64, 28672, False, False, _NANOTRON_BENCH),
+    "smollm3-3b": (128256, 2048, 36, 16, 4, 11008, True, False,
+                   "huggingface/smollm @a041759 text/pretraining/smollm3/stage1_8T.yaml "
+                   "model_config"),
 }
 """Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
@@ -912,7 +915,9 @@ attention biases, source). InternLM-7B: intermediate 11008 = int(4096 x 8/3) rou
 multiple of 256 (InternEvo FeedForward multiple_of); vocab 103168; biases on q, k, v and the
 output projection.
 The nanotron scaling-benchmark models are named by nanotron's own parameter estimate
-(1.34B, 3.57B, 8.86B, 80.0B in docs/benchmark_summary.svg), which these shapes reproduce."""
+(1.34B, 3.57B, 8.86B, 80.0B in docs/benchmark_summary.svg), which these shapes reproduce.
+SmolLM3-3B: GQA with 4 KV heads, tied embeddings, 3.08B parameters; its NoPE layers (no rotary
+embedding in every 4th layer, no_rope_layer: 4) change no matmul and are not represented."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:

@@ -327,3 +327,41 @@ def test_bigscience_topology_rows_reproduce_the_logged_tflops(tr):
         assert flops / (t * 384) / 1e12 == pytest.approx(sec["tflops_per_gpu_ckpt4"], abs=0.011)
         assert float(row["value"]) == pytest.approx(b * s / (t * 384), abs=0.005)
         assert run.train["recompute"] == "full" and m.vocab_size == v and m.embedding_norm
+
+
+def _nemo_llama_flops_per_token(m, s: int) -> float:
+    """NeMo's llama2/llama3 model FLOPs per token (nemo/utils/flops_formulas.py @e1335c8):
+    L·h²·(12 + 12·kv/heads + 18·ffn/h + 12·s/h + 6·V/(L·h)), attention counted in full s × s."""
+    h, layers = m.hidden_size, m.num_layers
+    return layers * h * h * (12 + 12 * m.num_kv_heads / m.num_heads + 18 * m.intermediate_size / h
+                             + 12 * s / h + 6 * m.vocab_size / (layers * h))
+
+
+def test_nemo_long_sequence_tokens_follow_from_the_tables_tflops(tr):
+    """NeMo performance_long_sequence.md gives model TFLOP/s per GPU; value = TFLOP/s x 1e12 /
+    NeMo's FLOPs per token at the row's sequence length. The formula reproduces the NeMo 24.07
+    summary's Llama2-7B pair (16934 tokens/s = 780 TFLOP/s at 4096) within 0.1 %; every row
+    keeps 4M tokens per global batch and fills TP x PP x DP x CP GPUs."""
+    assert 16934 * _nemo_llama_flops_per_token(tr.by_id(
+        "nemo-longseq-h100-llama2-7b-s4k-g4").model, 4096) / 1e12 == pytest.approx(780, rel=1e-3)
+    rows = [r for _, r in _rows() if r["family"].startswith("nemo-longseq-")]
+    assert len(rows) == 17
+    for row in rows:
+        run = tr.by_id(row["run_id"])
+        s = run.train["seq_len"]
+        tokens = _secondary(row)["model_tflops_per_gpu"] * 1e12 / _nemo_llama_flops_per_token(
+            run.model, s)
+        assert float(row["value"]) == pytest.approx(tokens, abs=0.051), row["run_id"]
+        assert run.train["global_batch"] * s == 4 * 2**20
+
+
+def test_megatron_llama_example_tflops_follow_from_its_tokens(tr):
+    """Megatron-LM examples/llama/README.md: its TFLOP/sec/GPU column is the Tokens/sec/GPU
+    column times NeMo's FLOPs per token at 8192 (attention in full) within 1 %, so the two
+    columns and the shapes were transcribed together."""
+    rows = [r for _, r in _rows() if r["family"] == "mcore-llama-example-h100-2506"]
+    assert len(rows) == 3
+    for row in rows:
+        run = tr.by_id(row["run_id"])
+        tflops = float(row["value"]) * _nemo_llama_flops_per_token(run.model, 8192) / 1e12
+        assert tflops == pytest.approx(_secondary(row)["model_tflops_per_gpu"], rel=0.01)
