@@ -1038,7 +1038,10 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     # scored once at stop 12 (...-data8-2026-12-02-stop12*.txt), promoted at stop 12
     "internevo-a100-2023", "tinyllama-a100-40gb", "fms-fsdp-a100-2403", "fms-fsdp-h100-2403",
     "fms-fsdp-a100-2405", "fms-fsdp-h100-2405", "nanotron-bench-h100-2025",
-    "bigscience-tr11-topology-a100-2022"})
+    "bigscience-tr11-topology-a100-2022",
+    # the second stop-12 set, scored once (...-data9-2026-12-02-stop12*.txt), promoted at stop 12
+    "torchtune-a100-2411", "nemo-longseq-h100-2403", "nemo-longseq-b200-2504",
+    "mcore-llama-example-h100-2506", "smollm3-nanotron-h100-2025"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
