@@ -60,21 +60,23 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
     h, hkv, dqk, dv = loc.heads, loc.kv_heads, m.head_size, m.v_head_size
     e = c.e
     saved_rows = t * loc.rep
-    pre = m.arch == "decoder"  # the projections read norm1's output
+    # the fused QKV projection reads norm1's output; in Megatron-Core's MLA spec the two down
+    # projections are plain linears after a separate norm and the up projections are
+    # LayerNormLinear over q_a_norm / kv_a_norm (gpt_layer_specs.py @d98e8a6)
+    pre = m.arch == "decoder"
     if m.is_mla:
         r_q, r_kv, rope = m.q_lora_rank, m.kv_lora_rank or 0, m.qk_rope_head_dim or 0
         if r_q:
-            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q, saved_rows=saved_rows,
-                          after_norm=pre)
+            blocks.linear(c, "attn.q_a", t, m.hidden_size, r_q, saved_rows=saved_rows)
             blocks.rmsnorm(c, "attn.q_a_norm", t, r_q)
-            blocks.linear(c, "attn.q_b", t, r_q, h * dqk)
+            blocks.linear(c, "attn.q_b", t, r_q, h * dqk, after_norm=True)
         else:
-            blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False,
-                          after_norm=pre)
+            blocks.linear(c, "attn.q", t, m.hidden_size, h * dqk, saves_input=False)
         blocks.linear(c, "attn.kv_a", t, m.hidden_size, r_kv + rope, saves_input=not r_q,
-                      saved_rows=saved_rows, after_norm=pre)
+                      saved_rows=saved_rows)
         blocks.rmsnorm(c, "attn.kv_a_norm", t, r_kv)
-        blocks.linear(c, "attn.kv_b", t, r_kv, h * ((m.qk_nope_head_dim or 0) + dv))
+        blocks.linear(c, "attn.kv_b", t, r_kv, h * ((m.qk_nope_head_dim or 0) + dv),
+                      after_norm=True)
         hkv = h  # decompressed K/V have every head
     else:
         n_qkv = h * dqk + hkv * dqk + hkv * dv
