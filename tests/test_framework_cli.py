@@ -177,3 +177,15 @@ def test_document_len_and_loss_refusals_are_one_line_exit_2(extra):
     assert p.returncode == 2
     assert extra[-2] in p.stderr
     assert p.stderr.count("\n") == 1 and not p.stdout
+
+
+def test_train_states_loss_recompute_and_documents(capsys):
+    base = ("train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
+            "--recompute", "full")
+    titan = _json(capsys, *base, "--framework", "fsdp", "--loss", "fused", "--document-len",
+                  "512")["assumptions"]
+    mega = _json(capsys, *base, "--framework", "megatron")["assumptions"]
+    assert titan["loss"] == "fused cross-entropy (--loss)"
+    assert "early stop" in titan["recompute"] and "early stop" not in mega["recompute"]
+    assert "512 tokens" in titan["documents"] and "documents" not in mega
+    assert mega["loss"].startswith("vocab-parallel")

@@ -454,6 +454,13 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
         "mfu_convention": "model FLOPs = 3 x forward matmul FLOPs (attention in full, no "
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
         "peak_dtype": "bf16" if dtype == "fp8" else dtype,
+        "loss": f"{cfg.behaviour.loss} cross-entropy (memory behaviour {cfg.behaviour.name})"
+        if cfg.loss == "auto" else f"{cfg.loss} cross-entropy (--loss)",
+        "recompute": (f"{cfg.recompute}" + (", the layer's last linear not rerun (PyTorch "
+                      "non-reentrant checkpoint, early stop)" if cfg.recompute == "full"
+                      and cfg.behaviour.recompute_early_stop else "")),
+        **({"documents": f"packed documents of {cfg.document_len} tokens, attention inside "
+                         "each"} if cfg.document_len else {}),
         **({"fp8": "fp8 matmuls; MFU is taken against the dense bf16 peak (the usual "
                    "convention for fp8 training)"} if dtype == "fp8" else {}),
     }

@@ -32,6 +32,10 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
     t = table(title, [("", "left"), ("value", "right")],
               caption="MFU: model FLOPs (no recompute, attention in full) / dense peak; "
                       "HFU counts recomputation. Overlap: " + r["assumptions"]["overlap"]
+                      + ". Recompute: " + r["assumptions"]["recompute"]
+                      + "; loss: " + r["assumptions"]["loss"]
+                      + ("; " + r["assumptions"]["documents"]
+                         if "documents" in r["assumptions"] else "")
                       + ". Efficiency: " + r["assumptions"]["efficiency"]["source"])
     t.add_row("step time", units.format_seconds(r["step_time_s"]))
     t.add_row("tokens / s", f"{r['tokens_per_s']:,.0f}")
