@@ -189,3 +189,13 @@ def test_train_states_loss_recompute_and_documents(capsys):
     assert "early stop" in titan["recompute"] and "early stop" not in mega["recompute"]
     assert "512 tokens" in titan["documents"] and "documents" not in mega
     assert mega["loss"].startswith("vocab-parallel")
+
+
+def test_fix_commands_carry_loss_and_document_len():
+    from gpuplan.estimate.fixes import train_command
+    from gpuplan.specs.workload import TrainConfig
+
+    cmd = train_command("llama-3-8b", "h100", TrainConfig(seq_len=8192, loss="fused",
+                                                          document_len=1024))
+    assert "--loss fused" in cmd and "--document-len 1024" in cmd
+    assert "--loss" not in train_command("llama-3-8b", "h100", TrainConfig())

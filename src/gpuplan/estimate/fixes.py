@@ -68,6 +68,10 @@ def train_command(model: str, device: str, c: TrainConfig) -> str:
             parts.append(flag)
     if c.target != "auto":
         parts.append(f"--target {c.target}")
+    if c.loss != "auto":
+        parts.append(f"--loss {c.loss}")
+    if c.document_len:
+        parts.append(f"--document-len {c.document_len}")
     return " ".join(parts)
 
 
