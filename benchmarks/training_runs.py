@@ -1041,7 +1041,9 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "bigscience-tr11-topology-a100-2022",
     # the second stop-12 set, scored once (...-data9-2026-12-02-stop12*.txt), promoted at stop 12
     "torchtune-a100-2411", "nemo-longseq-h100-2403", "nemo-longseq-b200-2504",
-    "mcore-llama-example-h100-2506", "smollm3-nanotron-h100-2025"})
+    "mcore-llama-example-h100-2506", "smollm3-nanotron-h100-2025",
+    # the third stop-12 set, scored once (...-data10-2026-12-02-stop12*.txt), promoted at stop 12
+    "nemo-b200-2502", "nemo-h100-2502", "nemo-gb200-2504", "megatron-llama-a100-2023"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
