@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -22,58 +21,42 @@ import fit_training as ft
 from validate_training import _percentile
 
 Errors = dict[str, list[float]]
-Objective = Callable[[Errors, list[str]], float]
 
 
 def _family_medians(errs: Errors, families: list[str]) -> list[float]:
     return [statistics.median(errs[f]) for f in families if errs.get(f)]
 
 
-def median_of_family_medians(errs: Errors, families: list[str]) -> float:
+def median_of_family_medians(errs: Errors, families: list[str]) -> tuple[float, ...]:
     m = _family_medians(errs, families)
-    return statistics.median(m) if m else math.inf
+    return (statistics.median(m) if m else math.inf,)
 
 
-def mean_of_family_medians(errs: Errors, families: list[str]) -> float:
+def mean_of_family_medians(errs: Errors, families: list[str]) -> tuple[float, ...]:
     m = _family_medians(errs, families)
-    return statistics.fmean(m) if m else math.inf
+    return (statistics.fmean(m) if m else math.inf,)
 
 
-def mean_of_capped_family_medians(errs: Errors, families: list[str]) -> float:
+def mean_of_capped_family_medians(errs: Errors, families: list[str]) -> tuple[float, ...]:
     m = [min(x, 50.0) for x in _family_medians(errs, families)]
-    return statistics.fmean(m) if m else math.inf
+    return (statistics.fmean(m) if m else math.inf,)
 
 
-def row_median(errs: Errors, families: list[str]) -> float:
-    return ft.objective(errs, families)[0]
-
-
-CANDIDATES: dict[str, Objective] = {
+CANDIDATES: dict[str, ft.Objective] = {
     "median over families of the family median": median_of_family_medians,
     "mean over families of the family median": mean_of_family_medians,
     "mean of the family medians capped at 50 %": mean_of_capped_family_medians,
-    "median over rows (fit_training.objective)": row_median,
+    "median over rows (fit_training.objective)": ft.objective,
 }
 
 
-def _fit(table: ft.ErrorTable, families: list[str], obj: Objective) -> float:
-    fitted = [f for f in families if f not in ft.NOT_FITTED_FAMILIES]
-    return min(table, key=lambda e: obj(table[e], fitted))
-
-
-def evaluate(tables: dict[str, ft.ErrorTable], families: list[str], obj: Objective
+def evaluate(tables: dict[str, ft.ErrorTable], families: list[str], score: ft.Objective
              ) -> tuple[dict[str, float], list[float], list[float]]:
-    """(factors fitted on all families, left-out family medians, rows' |error| at that fit)."""
-    fit_all = {c: _fit(t, families, obj) for c, t in tables.items()}
-    left_out = []
-    for f in families:
-        if f in ft.NOT_FITTED_FAMILIES:
-            continue
-        others = [g for g in families if g != f]
-        used = {c: _fit(t, others, obj) for c, t in tables.items()
-                if any(t[e].get(f) for e in t)}
-        errs = [x for c, e in used.items() for x in tables[c][e].get(f, [])]
-        left_out.append(statistics.median(errs))
+    """(factors fitted on all families, left-out family medians of the fitted families, rows'
+    |error| at the fit on all families), every fit minimising `score`."""
+    fit_all = {c: ft.fit(t, families, score) for c, t in tables.items()}
+    left_out = [r.median_abs_error_pct for r in ft.lofo(tables, score)
+                if r.family not in ft.NOT_FITTED_FAMILIES]
     rows = [x for c, e in fit_all.items() for f in families for x in tables[c][e].get(f, [])]
     return fit_all, left_out, rows
 
@@ -86,8 +69,8 @@ def main() -> None:
     print("| objective | fitted factors | left-out median | left-out mean | rows median | "
           "rows p90 |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name, obj in CANDIDATES.items():
-        fit_all, left, rows = evaluate(tables, fams, obj)
+    for name, score in CANDIDATES.items():
+        fit_all, left, rows = evaluate(tables, fams, score)
         factors = ", ".join(f"{c} {e:.2f}" for c, e in fit_all.items())
         print(f"| {name} | {factors} | {statistics.median(left):.2f} | "
               f"{statistics.fmean(left):.2f} | {statistics.median(rows):.2f} | "

@@ -27,6 +27,7 @@ import functools
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,11 +81,15 @@ def objective(errs: dict[str, list[float]], families: list[str]) -> tuple[float,
     return statistics.median(rows), _percentile(rows, 90)
 
 
-def fit(table: ErrorTable, families: list[str]) -> float:
-    """The grid value minimising the objective on `families` (one class's table), leaving out
-    the families on unmodelled devices (training_runs.NOT_FITTED_FAMILIES)."""
+Objective = Callable[[dict[str, list[float]], list[str]], tuple[float, ...]]
+"""(errors per family, families) -> the statistic the fit minimises"""
+
+
+def fit(table: ErrorTable, families: list[str], score: Objective = objective) -> float:
+    """The grid value minimising `score` (default: `objective`) on `families` (one class's
+    table), leaving out the families on unmodelled devices (training_runs.NOT_FITTED_FAMILIES)."""
     fitted = [f for f in families if f not in NOT_FITTED_FAMILIES]
-    return min(table, key=lambda e: objective(table[e], fitted))
+    return min(table, key=lambda e: score(table[e], fitted))
 
 
 def fit_classes(tables: dict[str, ErrorTable], families: list[str]) -> dict[str, float]:
@@ -103,15 +108,16 @@ class FamilyResult:
     max_abs_error_pct: float
 
 
-def lofo(tables: dict[str, ErrorTable]) -> list[FamilyResult]:
-    """Leave one family out: fit each class on the other families, score the family left out
-    (each of its rows at its own class's factor)."""
+def lofo(tables: dict[str, ErrorTable], score: Objective = objective) -> list[FamilyResult]:
+    """Leave one family out: fit each class on the other families (minimising `score`), score
+    the family left out (each of its rows at its own class's factor)."""
     fams = [f for f in CALIBRATION_FAMILIES
             if any(t[e].get(f) for t in tables.values() for e in t)]
     out = []
     for f in fams:
         others = [g for g in fams if g != f]
-        used = {c: fit(t, others) for c, t in tables.items() if any(t[e].get(f) for e in t)}
+        used = {c: fit(t, others, score) for c, t in tables.items()
+                if any(t[e].get(f) for e in t)}
         errs = [x for c, e in used.items() for x in tables[c][e].get(f, [])]
         out.append(FamilyResult(f, used, len(errs), statistics.median(errs),
                                 _percentile(errs, 90), max(errs)))

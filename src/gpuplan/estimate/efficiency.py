@@ -217,14 +217,14 @@ END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.66, "megatron": 0.74}
 Transformer Engine or apex fused kernels under their own schedules; 'pytorch' = the PyTorch-native
 stacks (FSDP/torchtitan, llm-foundry/Composer, DeepSpeed, Hugging Face). The only fitted
 constants: fitted on all calibration families at once by benchmarks/fit_training.py (each class
-on its own families: objective the median over them of the family median |error|), with the
-mechanisms above in place (GEMM output store, overlap slowdown, Megatron TP overlaps, unfused
-optimizers, llm-foundry's eager element-wise kernels, fp32 gradient reduction under FSDP mixed
-precision). Fitted 2026-12-01 on the 30 calibration families on modelled devices (pytorch 13,
-megatron 18: Megatron-LM 2021 Table 2 has rows of both; the three on devices the catalog does
-not model are scored, not fitted: benchmarks/training_runs.NOT_FITTED_FAMILIES). One factor
-for both would be 0.72, with a leave-one-family-out median of 10.1 % over those families
-against 8.8 % for the two (table in the README)."""
+on its own rows: objective the median |error| over them, chosen among four candidates by
+leave-one-family-out, benchmarks/compare_fit_objectives.py), with the mechanisms above in place
+(GEMM output store, overlap slowdown, Megatron TP overlaps, unfused optimizers, llm-foundry's
+eager element-wise kernels, fp32 gradient reduction under FSDP mixed precision, Transformer
+Engine's FP8 weight caching, PyTorch's early-stopped recomputation). Fitted 2026-12-02 (stop
+12) on the 62 calibration families on modelled devices (the three on devices the catalog does
+not model are scored, not fitted: benchmarks/training_runs.NOT_FITTED_FAMILIES); the same
+values come out with any one family left out (leave-one-family-out table in the README)."""
 TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 """the factor of a job whose stack is not known (training_efficiency without a framework)"""
 

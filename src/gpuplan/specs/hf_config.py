@@ -228,9 +228,10 @@ def _rope_decoder(f: _Fields, **kw: Any) -> dict[str, Any]:
 # ---- one converter per model_type --------------------------------------------------------
 
 
-def _gpt2(f: _Fields) -> dict[str, Any]:
-    if f.flag("add_cross_attention", False):
-        raise f.bad("add_cross_attention", True, "false (cross-attention is not supported)")
+def _gpt2_names(f: _Fields, positions: int, tied: bool, dropout: float) -> dict[str, Any]:
+    """The fields GPT-2's config names (n_embd, n_layer, n_head, n_inner, n_positions,
+    *_pdrop), shared by the model types that kept its naming (GPT-2, GPT-J): a plain MLP of
+    n_inner (default 4 x n_embd), LayerNorm, MLP biases."""
     d = f.integer("n_embd", aliases=("hidden_size",))
     inner = f.opt_integer("n_inner")
     return {
@@ -243,18 +244,22 @@ def _gpt2(f: _Fields) -> dict[str, Any]:
         "mlp": "plain",
         "activation": f.activation("activation_function", "gelu_new"),
         "norm": "layernorm",
-        "position": "learned",
         "max_position_embeddings": f.integer(
-            "n_positions", 1024, aliases=("max_position_embeddings",)
+            "n_positions", positions, aliases=("max_position_embeddings",)
         ),
-        "tie_embeddings": f.flag("tie_word_embeddings", True),
-        "qkv_bias": True,
-        "out_bias": True,
+        "tie_embeddings": f.flag("tie_word_embeddings", tied),
         "mlp_bias": True,
-        "hidden_dropout": f.number("resid_pdrop", 0.1),
-        "attention_dropout": f.number("attn_pdrop", 0.1),
-        "embedding_dropout": f.number("embd_pdrop", 0.1),
+        "hidden_dropout": f.number("resid_pdrop", dropout),
+        "attention_dropout": f.number("attn_pdrop", dropout),
+        "embedding_dropout": f.number("embd_pdrop", dropout),
     }
+
+
+def _gpt2(f: _Fields) -> dict[str, Any]:
+    if f.flag("add_cross_attention", False):
+        raise f.bad("add_cross_attention", True, "false (cross-attention is not supported)")
+    return {**_gpt2_names(f, positions=1024, tied=True, dropout=0.1),
+            "position": "learned", "qkv_bias": True, "out_bias": True}
 
 
 def _llama(f: _Fields) -> dict[str, Any]:
@@ -613,34 +618,12 @@ def _gptj(f: _Fields) -> dict[str, Any]:
     # transformers models/gptj/configuration_gptj.py and modeling_gptj.py (v5): attention and
     # MLP in parallel on one shared ln_1; no attention biases; MLP and LM-head biases; RoPE on
     # the first rotary_dim (64) dims of each head (null: all).
-    d = f.integer("n_embd", aliases=("hidden_size",))
-    heads = f.integer("n_head", aliases=("num_attention_heads",))
-    inner = f.opt_integer("n_inner")
+    fields = _gpt2_names(f, positions=2048, tied=False, dropout=0.0)
+    head = fields["hidden_size"] // fields["num_heads"]
     rotary = f.opt_integer("rotary_dim", 64)
-    return {
-        "arch": "decoder",
-        "vocab_size": f.integer("vocab_size"),
-        "hidden_size": d,
-        "num_layers": f.integer("n_layer", aliases=("num_hidden_layers",)),
-        "num_heads": heads,
-        "intermediate_size": inner if inner is not None else 4 * d,
-        "mlp": "plain",
-        "activation": f.activation("activation_function", "gelu_new"),
-        "norm": "layernorm",
-        "position": "rope",
-        "rotary_dim": rotary if rotary is not None and rotary < d // heads else None,
-        "max_position_embeddings": f.integer(
-            "n_positions", 2048, aliases=("max_position_embeddings",)
-        ),
-        "tie_embeddings": f.flag("tie_word_embeddings", False),
-        "mlp_bias": True,
-        "lm_head_bias": True,
-        "norms_per_layer": 1,
-        "parallel_residual": True,
-        "hidden_dropout": f.number("resid_pdrop", 0.0),
-        "attention_dropout": f.number("attn_pdrop", 0.0),
-        "embedding_dropout": f.number("embd_pdrop", 0.0),
-    }
+    return {**fields, "position": "rope",
+            "rotary_dim": rotary if rotary is not None and rotary < head else None,
+            "lm_head_bias": True, "norms_per_layer": 1, "parallel_residual": True}
 
 
 def _stablelm(f: _Fields) -> dict[str, Any]:
