@@ -279,3 +279,20 @@ def test_document_len_beyond_the_sequence_is_refused():
 
     with pytest.raises(InputError, match="document_len"):
         TrainConfig(seq_len=4096, document_len=8192)
+
+
+def test_network_efficiency_follows_the_fabric_the_catalog_names():
+    from gpuplan.estimate.comm import collective_time
+    from gpuplan.specs.cluster import INFINIBAND_EFFICIENCY, NETWORK_EFFICIENCY
+
+    assert get_device("h100").scale_out.fabric == "infiniband"  # read from the device file
+    ib = default_cluster(get_device("h100"), 16)
+    assert ib.scale_out.efficiency == INFINIBAND_EFFICIENCY == 0.94
+    # "InfiniBand/RoCE (typical)" does not name one fabric: the lower EFA measurement
+    assert default_cluster(get_device("mi300x"), 16).scale_out.efficiency == NETWORK_EFFICIENCY
+    given = default_cluster(get_device("h100"), 16, scale_out_bytes_per_s=12.5e9)
+    assert given.scale_out.efficiency == NETWORK_EFFICIENCY == 0.73
+    assert given.scale_out.bw_bytes_per_s == 12.5e9 and "given" in given.scale_out.name
+    # one GPU per node: a flat ring over the network, (n - 1) steps + (n - 1)/n of S at 0.94 x 50
+    t = collective_time("all_gather", 1e9, 16, ib, local=1).time_s
+    assert t == pytest.approx(15 * ib.scale_out.latency_s + 15 / 16 * 1e9 / (0.94 * 50e9))

@@ -20,7 +20,14 @@ NVLINK_RING_EFFICIENCY = 0.80
 """Ring collectives reach ~80% of the one-way NVLink rating: H200 node 363-367 of 450 GB/s,
 A100 node 235 of 300 GB/s busbw (nccl-tests README performance notes)."""
 NETWORK_EFFICIENCY = 0.73
-"""Inter-node busbw per GPU: 36.5 of 50 GB/s on AWS p6 EFA (kernel_cases.csv)."""
+"""Inter-node busbw per GPU on a network the catalog does not name as InfiniBand (EFA, RoCE,
+Ethernet, or a rate given with --scale-out-gbps): 36.5 of 50 GB/s on AWS p6 EFA (ml-engineering
+network/README.md, 4-node all-reduce of 4 GiB, 2026)."""
+INFINIBAND_EFFICIENCY = 0.94
+"""Inter-node busbw per GPU on InfiniBand: NVIDIA's NCCL team gives 46-48 of 50 GB/s per NDR
+400 Gb/s NIC (github.com/NVIDIA/nccl-tests issue 290, 2025-03-03) and measures 192 GB/s
+all-reduce busbw on a DGX A100 with 8 x HDR 200 Gb/s = 0.96 of 200 (github.com/NVIDIA/nccl
+issue 812, 2023-03-30); 0.94 is the middle of 0.92-0.96."""
 PCIE_EFFICIENCY = 0.80
 """PCIe copy engines reach ~26 of 32 GB/s one-way on Gen4 x16 (nvbandwidth, kernel_cases.csv)."""
 SCALE_UP_LATENCY_S = 3e-6
@@ -69,6 +76,12 @@ class Cluster(BaseModel):
         return min(self.scale_up_domain or self.gpus_per_node, self.gpus_per_node)
 
 
+def network_efficiency(fabric: str | None) -> float:
+    """Achievable share of a network's rating for ring collectives: InfiniBand's measured
+    share when the catalog names the fabric InfiniBand, else the (lower) EFA measurement."""
+    return INFINIBAND_EFFICIENCY if fabric == "infiniband" else NETWORK_EFFICIENCY
+
+
 def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
                     scale_up_bytes_per_s: float | None = None,
                     scale_out_bytes_per_s: float | None = None) -> Cluster:
@@ -99,9 +112,12 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     net = device.scale_out
     out = Link(name=net.name if net else "100 Gb/s Ethernet per GPU (assumed)",
                bw_bytes_per_s=net.bw_bytes_per_s if net else DEFAULT_NETWORK_BYTES_PER_S,
-               efficiency=NETWORK_EFFICIENCY, latency_s=SCALE_OUT_LATENCY_S)
-    if scale_out_bytes_per_s:
-        out = out.model_copy(update={"bw_bytes_per_s": scale_out_bytes_per_s})
+               efficiency=network_efficiency(net.fabric if net else None),
+               latency_s=SCALE_OUT_LATENCY_S)
+    if scale_out_bytes_per_s:  # a network of the user's: its fabric is not known
+        out = out.model_copy(update={
+            "name": f"network of {scale_out_bytes_per_s / 1e9:g} GB/s per GPU (given)",
+            "bw_bytes_per_s": scale_out_bytes_per_s, "efficiency": network_efficiency(None)})
     host = None
     if topo is not None and topo.kind == "pairs" and device.pcie is not None:
         host = Link(name=f"{device.pcie.name} (between bridged pairs)",

@@ -40,6 +40,9 @@ class Link(BaseModel):
 
     name: str = Field(description="e.g. 'NVLink 4', 'PCIe 5.0 x16', 'InfiniBand NDR 400G'")
     bw_bytes_per_s: float = Field(gt=0, description="per GPU, per direction")
+    fabric: Literal["infiniband"] | None = Field(
+        default=None, description="the network technology when the catalog knows it (sets the "
+        "achievable share of the rating, specs.cluster.network_efficiency); None: not stated")
 
 
 class Topology(BaseModel):

@@ -70,6 +70,7 @@ class LinkEntry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     bandwidth: ValueEntry
+    fabric: Literal["infiniband"] | None = None
 
 
 class Values(BaseModel):
@@ -177,7 +178,7 @@ def _convert(rec: DeviceFile) -> Device:
         link: LinkEntry | None = getattr(rec, link_field)
         if link is not None:
             bw = take(link.bandwidth, link_field, "bytes_per_s") or 0.0
-            fields[link_field] = Link(name=link.name, bw_bytes_per_s=bw)
+            fields[link_field] = Link(name=link.name, bw_bytes_per_s=bw, fabric=link.fabric)
     ceilings: dict[str, float] = {}
     for key, entry in rec.ceilings.items():
         if key not in CEILING_KEYS:
