@@ -889,6 +889,9 @@ def olmo_core(size: str) -> ModelSpec:
         max_position_embeddings=4096, tie_embeddings=False)
 
 
+_FLAGPERF_LLAMA3 = ("FlagOpen/FlagPerf @8badef22 training/benchmarks/llama3_%s/megatron/"
+                    "pretrain_llama3.sh MODEL_ARGS; Megatron-LM core_v0.6.0 megatron/training/"
+                    "arguments.py defaults (tied embeddings, linear biases, learned positions)")
 _NANOTRON_BENCH = ("huggingface/nanotron @2411b02 scripts/scaling_benchmarks.py model_configs "
                    "(1B/3B/8B/70B: layers, hidden, heads, ffn), vocab 131072, MHA, tied below ffn 10000")
 
@@ -908,6 +911,9 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "smollm3-3b": (128256, 2048, 36, 16, 4, 11008, True, False,
                    "huggingface/smollm @a041759 text/pretraining/smollm3/stage1_8T.yaml "
                    "model_config"),
+    "flagperf-llama3-8b": (128256, 4096, 32, 32, 8, 14336, True, True, _FLAGPERF_LLAMA3 % "8B"),
+    "flagperf-llama3-70b": (128256, 8192, 80, 64, 8, 28672, True, True,
+                            _FLAGPERF_LLAMA3 % "70B"),
 }
 """Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
@@ -917,7 +923,12 @@ output projection.
 The nanotron scaling-benchmark models are named by nanotron's own parameter estimate
 (1.34B, 3.57B, 8.86B, 80.0B in docs/benchmark_summary.svg), which these shapes reproduce.
 SmolLM3-3B: GQA with 4 KV heads, tied embeddings, 3.08B parameters; its NoPE layers (no rotary
-embedding in every 4th layer, no_rope_layer: 4) change no matmul and are not represented."""
+embedding in every 4th layer, no_rope_layer: 4) change no matmul and are not represented.
+FlagPerf's Llama 3 8B/70B cases pass Llama 3's shapes (SwiGLU, RMSNorm, GQA 8) to Megatron's
+pretrain_gpt.py without --untie-embeddings-and-output-weights, --disable-bias-linear or
+--position-embedding-type rope, so Megatron's defaults hold: tied embeddings, biases on every
+linear layer and a learned position table of 8192 rows; the MLP biases and the position table
+(about 0.4 % of the 8B's parameters, no matmul) are not represented."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
@@ -1014,12 +1025,13 @@ def _csv_cluster(row: dict[str, str]) -> dict[str, Any]:
 
 
 XLA_FAMILIES: frozenset[str] = frozenset({
-    "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502"})
+    "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502",
+    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404"})
 """Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row). dgxc-maxtext-h100-2502 (hold-out) joins under the same rule, set
-before its rows were predicted."""
+before its rows were predicted, as do the JAX-Toolbox Paxml hold-out families (data11)."""
 
 
 PROMOTED_FAMILIES: frozenset[str] = frozenset({
