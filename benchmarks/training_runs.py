@@ -1055,11 +1055,16 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "torchtune-a100-2411", "nemo-longseq-h100-2403", "nemo-longseq-b200-2504",
     "mcore-llama-example-h100-2506", "smollm3-nanotron-h100-2025",
     # the third stop-12 set, scored once (...-data10-2026-12-02-stop12*.txt), promoted at stop 12
-    "nemo-b200-2502", "nemo-h100-2502", "nemo-gb200-2504", "megatron-llama-a100-2023"})
+    "nemo-b200-2502", "nemo-h100-2502", "nemo-gb200-2504", "megatron-llama-a100-2023",
+    # the stop-13 set, scored once (...-data11-2026-12-02-stop13*.txt), promoted at stop 13
+    "torchao-float8-h100-2025", "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404",
+    "flagperf-mcore-a800-2404", "flagperf-mcore-h100-2405", "flagperf-deepspeed-a800-2312",
+    "flagperf-deepspeed-h800-2312", "flagperf-flagscale-h800-2401"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
-(...-data8-2026-12-02-stop12*.txt) at stop 12. Their
+(...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 set (...-data11-...-stop13*.txt)
+at stop 13. Their
 rows are in data/training_calibration.csv after the earlier calibration rows. Each hold-out
 family is scored once and then used for fitting; new families replace them in
 data/training_validation.csv."""
