@@ -218,6 +218,7 @@ def test_flops_per_watt_below_physical_cap(device: Device) -> None:
 # Pairs that really share memory, bandwidth and bf16 peak: same silicon, different board or market.
 SAME_SILICON = {
     frozenset({"H100-SXM", "H800"}),  # H800 = H100 SXM with NVLink and FP64 cut for export
+    frozenset({"A100-SXM-80GB", "A800-SXM-80GB"}),  # A800 = A100 SXM with NVLink cut for export
     frozenset({"A100-SXM-40GB", "A100-PCIE-40GB"}),  # same GA100 datasheet peaks, 400 vs 250 W
 }
 
