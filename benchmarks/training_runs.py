@@ -1070,13 +1070,16 @@ family is scored once and then used for fitting; new families replace them in
 data/training_validation.csv."""
 
 NOT_FITTED_FAMILIES: frozenset[str] = frozenset({
-    "torchtitan-h100-2024", "torchtitan-h100-asynctp-2025", "torchao-b200-2025"})
+    "torchtitan-h100-2024", "torchtitan-h100-asynctp-2025", "torchao-b200-2025",
+    "torchao-float8-h100-2025"})
 """Calibration families run on a device configuration the catalog does not model, so they are
 scored but the end-to-end factors are not fitted on them (benchmarks/fit_training.py): Meta's
 Grand Teton H100 96 GB at 500 W (H100_96GB keeps the 700 W H100 SXM peaks; torchtitan's file
 says its real peak lies between SXM and NVL) and torchao's power-limited B200 (limit not
 published). With them in the fit the PyTorch-stack factor would be 0.62 instead of 0.66
-(README). A rule about the devices, set at stop 11 when these families joined calibration."""
+(README). A rule about the devices, set at stop 11 when these families joined calibration;
+torchao's float8 H100 rows (run on the same 96 GB Grand Teton H100s, promoted at stop 13)
+join under it."""
 
 
 def memory_not_scored(run: TrainingRun) -> str:
