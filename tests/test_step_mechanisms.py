@@ -293,6 +293,8 @@ def test_network_efficiency_follows_the_fabric_the_catalog_names():
     given = default_cluster(get_device("h100"), 16, scale_out_bytes_per_s=12.5e9)
     assert given.scale_out.efficiency == NETWORK_EFFICIENCY == 0.73
     assert given.scale_out.bw_bytes_per_s == 12.5e9 and "given" in given.scale_out.name
+    assert "InfiniBand" in (ib.scale_out.efficiency_basis or "")  # printed with every estimate
+    assert "EFA" in (given.scale_out.efficiency_basis or "")
     # one GPU per node: a flat ring over the network, (n - 1) steps + (n - 1)/n of S at 0.94 x 50
     t = collective_time("all_gather", 1e9, 16, ib, local=1).time_s
     assert t == pytest.approx(15 * ib.scale_out.latency_s + 15 / 16 * 1e9 / (0.94 * 50e9))

@@ -47,6 +47,8 @@ class Link(BaseModel):
     latency_s: float = Field(ge=0, description="per collective step")
     per_peer_bytes_per_s: float | None = Field(
         default=None, gt=0, description="mesh: one link per peer; a group of g GPUs uses g - 1")
+    efficiency_basis: str | None = Field(
+        default=None, description="where the efficiency comes from (printed with estimates)")
 
     @property
     def achievable_bytes_per_s(self) -> float:
@@ -82,6 +84,15 @@ def network_efficiency(fabric: str | None) -> float:
     return INFINIBAND_EFFICIENCY if fabric == "infiniband" else NETWORK_EFFICIENCY
 
 
+def network_basis(fabric: str | None) -> str:
+    """One line on where network_efficiency(fabric) comes from."""
+    if fabric == "infiniband":
+        return ("InfiniBand: NCCL reaches 46-48 of 50 GB/s per NDR NIC (NVIDIA/nccl-tests issue "
+                "290) and 192 of 200 GB/s all-reduce busbw on a DGX A100 (NVIDIA/nccl issue 812)")
+    return ("fabric not known to be InfiniBand: 36.5 of 50 GB/s busbw per GPU measured on AWS "
+            "EFA (ml-engineering network/README.md)")
+
+
 def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
                     scale_up_bytes_per_s: float | None = None,
                     scale_out_bytes_per_s: float | None = None) -> Cluster:
@@ -113,11 +124,13 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     out = Link(name=net.name if net else "100 Gb/s Ethernet per GPU (assumed)",
                bw_bytes_per_s=net.bw_bytes_per_s if net else DEFAULT_NETWORK_BYTES_PER_S,
                efficiency=network_efficiency(net.fabric if net else None),
+               efficiency_basis=network_basis(net.fabric if net else None),
                latency_s=SCALE_OUT_LATENCY_S)
     if scale_out_bytes_per_s:  # a network of the user's: its fabric is not known
         out = out.model_copy(update={
             "name": f"network of {scale_out_bytes_per_s / 1e9:g} GB/s per GPU (given)",
-            "bw_bytes_per_s": scale_out_bytes_per_s, "efficiency": network_efficiency(None)})
+            "bw_bytes_per_s": scale_out_bytes_per_s, "efficiency": network_efficiency(None),
+            "efficiency_basis": network_basis(None)})
     host = None
     if topo is not None and topo.kind == "pairs" and device.pcie is not None:
         host = Link(name=f"{device.pcie.name} (between bridged pairs)",
