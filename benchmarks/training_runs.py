@@ -914,6 +914,17 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "flagperf-llama3-8b": (128256, 4096, 32, 32, 8, 14336, True, True, _FLAGPERF_LLAMA3 % "8B"),
     "flagperf-llama3-70b": (128256, 8192, 80, 64, 8, 28672, True, True,
                             _FLAGPERF_LLAMA3 % "70B"),
+    "aquila2-7b": (100008, 4096, 32, 32, 32, 11008, False, False,
+                   "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/aquila2_7b/flagscale/"
+                   "flagscale_main.sh NETWORK_ARGS and DATA_ARGS (FlagScale @ed55532)"),
+    "flagperf-mds-llama2-7b": (50304, 4096, 32, 32, 32, 11008, False, True,
+                               "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/llama2_7b/"
+                               "megatron-deepspeed/megatron-deepspeed_main.sh (the arguments before "
+                               "its '#' word); microsoft/Megatron-DeepSpeed @11f2d934 "
+                               "megatron/arguments.py defaults"),
+    "chatglm3-6b": (65024, 4096, 28, 32, 2, 13696, False, True,
+                    "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/chatglm3_6b/deepspeed/"
+                    "chatglm3_6b_hf/config.json (THUDM/chatglm3-6b)"),
 }
 """Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
@@ -928,7 +939,19 @@ FlagPerf's Llama 3 8B/70B cases pass Llama 3's shapes (SwiGLU, RMSNorm, GQA 8) t
 pretrain_gpt.py without --untie-embeddings-and-output-weights, --disable-bias-linear or
 --position-embedding-type rope, so Megatron's defaults hold: tied embeddings, biases on every
 linear layer and a learned position table of 8192 rows; the MLP biases and the position table
-(about 0.4 % of the 8B's parameters, no matmul) are not represented."""
+(about 0.4 % of the 8B's parameters, no matmul) are not represented.
+Aquila2-7B (FlagScale): --swiglu --multiple-of 256 gives ffn int(2 x 4 x 4096 / 3) = 10922
+rounded up to 11008; RMSNorm, RoPE, --disable-bias-linear, untied, vocab 100008 (Megatron's
+padding to a multiple of 128 x TP, under 0.4 %, not represented).
+FlagPerf's Megatron-DeepSpeed Llama2-7B: the launch evals one string in which the word
+'#--recompute-activations' starts a shell comment, so --normalization rmsnorm,
+--disable-bias-linear and --num-key-value-heads never reach Megatron-DeepSpeed: LayerNorm and
+biases on every linear layer (the attention biases are represented; the MLP biases and
+LayerNorm for RMSNorm, elementwise only, are not); vocab 50304 = the GPT-NeoX-20B tokenizer's
+50277 tokens padded to a multiple of 128 (TP 1).
+ChatGLM3-6B: 2 KV groups (multi_query_group_num), ffn 13696 SwiGLU, RMSNorm, rotary embedding on
+half of each head, a bias on q, k, v only (the flag also biases the output projection, 4096
+parameters a layer), vocab 65024, untied."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
