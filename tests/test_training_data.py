@@ -365,3 +365,39 @@ def test_megatron_llama_example_tflops_follow_from_its_tokens(tr):
         run = tr.by_id(row["run_id"])
         tflops = float(row["value"]) * _nemo_llama_flops_per_token(run.model, 8192) / 1e12
         assert tflops == pytest.approx(_secondary(row)["model_tflops_per_gpu"], rel=0.01)
+
+
+def test_fp8lm_tokens_follow_from_samples_and_the_tables_tflops(tr):
+    """FP8-LM's H100 table (Azure/MS-AMP docs): value = cluster samples/s x 2048 / GPUs, and
+    that rate times Megatron-LM's model FLOPs per token, 72·L·h²·(1 + s/6h + V/12hL) (Narayanan
+    et al. 2021 eq. 3 without recompute) at the padded vocab, gives the table's TFLOPS within
+    1.5 %: the GPU counts (TP x PP x DP), seq 2048 and the shapes were read together."""
+    rows = [r for _, r in _rows() if r["family"] == "fp8lm-megatron-h100-2023"]
+    assert len(rows) == 6
+    for row in rows:
+        run, sec = tr.by_id(row["run_id"]), _secondary(row)
+        assert float(row["value"]) == pytest.approx(
+            sec["samples_per_sec"] * 2048 / run.num_gpus, abs=0.051)
+        m = run.model
+        h, layers, v, s = m.hidden_size, m.num_layers, m.vocab_size, 2048
+        per_token = 72 * layers * h**2 * (1 + s / (6 * h) + v / (12 * h * layers))
+        tflops = float(row["value"]) * per_token / 1e12
+        assert tflops == pytest.approx(sec["tflops_per_gpu"], rel=0.015), row["run_id"]
+
+
+def test_flagperf_new_cases_layouts_fill_the_node(tr):
+    """FlagPerf's Aquila2 (FlagScale), Megatron-DeepSpeed Llama2 and ChatGLM3 cases: one node
+    of 8 GPUs, GBS = micro x GA x DP with the case's accumulate_steps (9 pretraining, the row's
+    GAS for fine-tuning and Megatron-DeepSpeed), ChatGLM3 ZeRO-3 with GA 1."""
+    fams = {"flagperf-flagscale-a800-2311", "flagperf-flagscale-sft-a800-2402",
+            "flagperf-mds-a800-2402", "flagperf-deepspeed-h100-2407"}
+    rows = [r for _, r in _rows() if r["family"] in fams]
+    assert len(rows) == 10
+    for row in rows:
+        run, t = tr.by_id(row["run_id"]), tr.by_id(row["run_id"]).train
+        assert run.num_gpus == 8
+        found = re.search(r"(?:^|;)ga=(\d+)", row["secondary"])  # fix_hp cells hold '=' too
+        ga = int(found.group(1)) if found else 1
+        assert t["global_batch"] == t["micro_batch"] * t["dp"] * ga, row["run_id"]
+        if row["family"] == "flagperf-flagscale-a800-2311":
+            assert ga == 9
