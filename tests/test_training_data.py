@@ -386,13 +386,15 @@ def test_fp8lm_tokens_follow_from_samples_and_the_tables_tflops(tr):
 
 
 def test_flagperf_new_cases_layouts_fill_the_node(tr):
-    """FlagPerf's Aquila2 (FlagScale), Megatron-DeepSpeed Llama2 and ChatGLM3 cases: one node
+    """FlagPerf's Aquila2 (FlagScale), Megatron-DeepSpeed Llama2 (A800, first A100 40GB) and
+    ChatGLM3 cases: one node
     of 8 GPUs, GBS = micro x GA x DP with the case's accumulate_steps (9 pretraining, the row's
     GAS for fine-tuning and Megatron-DeepSpeed), ChatGLM3 ZeRO-3 with GA 1."""
     fams = {"flagperf-flagscale-a800-2311", "flagperf-flagscale-sft-a800-2402",
-            "flagperf-mds-a800-2402", "flagperf-deepspeed-h100-2407"}
+            "flagperf-mds-a800-2402", "flagperf-deepspeed-h100-2407",
+            "flagperf-mds-a100-40gb-2402"}
     rows = [r for _, r in _rows() if r["family"] in fams]
-    assert len(rows) == 10
+    assert len(rows) == 12
     for row in rows:
         run, t = tr.by_id(row["run_id"]), tr.by_id(row["run_id"]).train
         assert run.num_gpus == 8
