@@ -1082,7 +1082,11 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     # the stop-13 set, scored once (...-data11-2026-12-02-stop13*.txt), promoted at stop 13
     "torchao-float8-h100-2025", "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404",
     "flagperf-mcore-a800-2404", "flagperf-mcore-h100-2405", "flagperf-deepspeed-a800-2312",
-    "flagperf-deepspeed-h800-2312", "flagperf-flagscale-h800-2401"})
+    "flagperf-deepspeed-h800-2312", "flagperf-flagscale-h800-2401",
+    # the second stop-13 set, scored once (...-data12-2026-12-02-stop13*.txt), promoted at stop 13
+    "flagperf-flagscale-a800-2311", "flagperf-flagscale-sft-a800-2402", "flagperf-mds-a800-2402",
+    "flagperf-mds-a100-40gb-2402", "flagperf-deepspeed-h100-2407", "fastllm-h100-2412",
+    "fp8lm-megatron-h100-2023"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
