@@ -199,3 +199,36 @@ def test_fix_commands_carry_loss_and_document_len():
                                                           document_len=1024))
     assert "--loss fused" in cmd and "--document-len 1024" in cmd
     assert "--loss" not in train_command("llama-3-8b", "h100", TrainConfig())
+
+
+PLAIN = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "4096"]
+
+
+@pytest.mark.parametrize(("stack", "zero", "fsdp"), [
+    ("megatron", 1, "none"), ("nemo", 1, "none"), ("fsdp", 3, "full"),
+    ("torchtitan", 3, "full"), ("llm-foundry", 3, "full"), ("hf", 0, "none"),
+    ("deepspeed", 0, "none")])
+def test_a_named_stack_shards_data_parallelism_as_it_does_by_default(capsys, stack, zero, fsdp):
+    """No --zero/--fsdp: Megatron's distributed optimizer, torchtitan's and llm-foundry's FSDP;
+    DDP for the others; stated under assumptions.sharding, and the same numbers as naming the
+    sharding by hand."""
+    r = _json(capsys, *PLAIN, "--framework", stack)
+    assert (r["layout"]["zero"], r["layout"]["fsdp"]) == (zero, fsdp)
+    assert ("sharding" in r["assumptions"]) == (zero > 0)
+    if zero:
+        by_hand = ["--zero", "1"] if fsdp == "none" else ["--fsdp", "full"]
+        same = _json(capsys, *PLAIN, "--framework", stack, *by_hand)
+        assert same["tokens_per_s"] == r["tokens_per_s"]
+        assert same["memory"]["total_bytes"] == r["memory"]["total_bytes"]
+        assert "sharding" not in same["assumptions"]
+
+
+def test_the_stated_sharding_wins_over_the_stacks_default(capsys):
+    r = _json(capsys, *PLAIN, "--framework", "megatron", "--zero", "0")
+    assert r["layout"]["zero"] == 0 and "sharding" not in r["assumptions"]
+    auto = _json(capsys, *PLAIN)  # no stack named: the layout's own (plain DDP -> hf)
+    assert auto["layout"]["zero"] == 0 and "sharding" not in auto["assumptions"]
+    mem = _json(capsys, "memory", "llama-3-8b", "--gpu", "h100", "--mode", "train", "--dp", "8",
+                "--micro-batch", "1", "--seq-len", "4096", "--framework", "fsdp")
+    assert mem["assumptions"]["zero_stage"] == 3
+    assert "FSDP" in mem["assumptions"]["framework"]["sharding"]

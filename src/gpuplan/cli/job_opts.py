@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuplan.cli.guards import finite
+from gpuplan.cli.guards import finite, given
 from gpuplan.cli.options import (
     AttentionChoice,
     FinetuneChoice,
@@ -28,6 +28,7 @@ from gpuplan.cli.options import (
 )
 from gpuplan.errors import InputError
 from gpuplan.specs.finetune import LoraConfig, parse_targets
+from gpuplan.specs.framework import Framework
 from gpuplan.specs.limits import (
     MAX_BATCH,
     MAX_CONTEXT_GB,
@@ -184,3 +185,19 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
             "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
             "fused": o["fused"], "target": o["target"],
             "loss": o.get("loss", LossChoice.auto).value, "document_len": o.get("document_len")}
+
+
+def stack_job(ctx: typer.Context, fw: Framework, job: TrainConfig) -> tuple[TrainConfig, str]:
+    """The job as stack `fw` runs it (Framework.apply) and, when the user named the stack but
+    neither --zero nor --fsdp, sharded as that stack shards data parallelism by default
+    (Framework.data_parallel: Megatron's distributed optimizer, torchtitan's and llm-foundry's
+    FSDP); the second value says so ('' when the job's own sharding stands)."""
+    named = not fw.chosen_by
+    note = ""
+    if named and fw.data_parallel != "replicated" and not given(ctx, "zero", "fsdp"):
+        job = fw.with_default_sharding(job)
+        how = ("ZeRO-1 (a distributed optimizer)" if fw.data_parallel == "zero1"
+               else "FSDP full sharding (ZeRO-3)")
+        note = (f"{how}: how {fw.name} shards data parallelism by default (no --zero or "
+                "--fsdp given)")
+    return fw.apply(job, named=named), note

@@ -42,6 +42,7 @@ from gpuplan.cli.job_opts import (
     VirtualOpt,
     ZeroOpt,
     cuda_context_bytes,
+    stack_job,
     train_job,
     train_only_given,
 )
@@ -129,7 +130,7 @@ def register(app: typer.Typer) -> None:
             # as `gpuplan train` sets the job up: unnamed, the stack the layout implies
             job = train_job(o, dp, d.kind)
             fw = resolve_framework(framework, job)
-            cfg = fw.apply(job, named=not fw.chosen_by)
+            cfg, sharding = stack_job(ctx, fw, job)
             res = train_memory(m, d, cfg)
             steps = (fixes.train_fix_chain(m, d, cfg, model, catalog=list(device_catalog()))
                      if fix else None)
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
                      if fix else None)
         check = MemoryCheck(m.name, res, fix=steps)
         if mode is Mode.train:
-            check.framework = fw.describe()
+            check.framework = {**fw.describe(), **({"sharding": sharding} if sharding else {})}
         if profile is not None:
             from gpuplan.cli.profile_opt import describe, load
 

@@ -42,6 +42,7 @@ from gpuplan.cli.job_opts import (
     TpOpt,
     VirtualOpt,
     ZeroOpt,
+    stack_job,
     train_job,
 )
 from gpuplan.cli.profile_opt import ProfileOpt
@@ -158,7 +159,7 @@ def register(app: typer.Typer) -> None:
             dp = gpus // mp
         job = train_job(dict(locals()), dp, d.kind)
         fw = resolve_framework(framework, job)
-        cfg = fw.apply(job, named=not fw.chosen_by)
+        cfg, sharding = stack_job(ctx, fw, job)
         eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
             from gpuplan.cli.profile_opt import apply
@@ -184,6 +185,8 @@ def register(app: typer.Typer) -> None:
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
+        if sharding:
+            res.extra_assumptions["sharding"] = sharding
         r = res.to_json()
         emit(r, as_json, lambda con: render_train(con, r))
         if html is not None:

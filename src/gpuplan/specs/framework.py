@@ -64,6 +64,10 @@ class Framework:
     grad_reduce_dtype: Literal["grad", "fp32"] = "grad"
     """dtype of the data-parallel gradient reduction when the job leaves it 'auto': the
     gradients' own, or fp32 (FSDP MixedPrecision reduce_dtype=float32)"""
+    data_parallel: Literal["replicated", "zero1", "fsdp"] = "replicated"
+    """how the stack shards data-parallel state when the job names no --zero/--fsdp: replicated
+    (torch DDP), zero1 (a distributed optimizer: optimizer states and the gradient reduction
+    sharded, Megatron-Core's), fsdp (full sharding of weights, gradients and states)"""
     end_to_end_class: Literal["pytorch", "megatron"] = "pytorch"
     """which fitted end-to-end factor the stack's steps realise
     (estimate.efficiency.END_TO_END_BY_STACK)"""
@@ -87,6 +91,15 @@ class Framework:
         return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem,
                        grad_reduce_dtype=reduce)
 
+    def with_default_sharding(self, cfg: TrainConfig) -> TrainConfig:
+        """`cfg` sharded as this stack shards data parallelism by default (data_parallel); for
+        a job that states neither --zero nor --fsdp."""
+        if self.data_parallel == "zero1":
+            return replace(cfg, zero=1, fsdp="none")
+        if self.data_parallel == "fsdp":
+            return replace(cfg, zero=0, fsdp="full")
+        return cfg
+
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
@@ -99,7 +112,7 @@ class Framework:
                 "param_gather_overlap": self.param_gather_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
-                "end_to_end_class": self.end_to_end_class,
+                "end_to_end_class": self.end_to_end_class, "data_parallel": self.data_parallel,
                 "source": f"{self.source} ({self.date})",
                 "chosen": self.chosen_by or ("named by the user" + (
                     f" as {self.named_as!r}" if self.named_as else ""))}
