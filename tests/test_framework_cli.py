@@ -232,3 +232,25 @@ def test_the_stated_sharding_wins_over_the_stacks_default(capsys):
                 "--micro-batch", "1", "--seq-len", "4096", "--framework", "fsdp")
     assert mem["assumptions"]["zero_stage"] == 3
     assert "FSDP" in mem["assumptions"]["framework"]["sharding"]
+
+
+def test_device_file_fabric_is_checked_and_sets_the_network_efficiency():
+    from gpuplan.specs.cluster import INFINIBAND_EFFICIENCY, NETWORK_EFFICIENCY, default_cluster
+
+    link = {"name": "IB", "bandwidth": {"value": "50 GB/s", "source": "s"}}
+    ib = device_from_record(_record(scale_out={**link, "fabric": "infiniband"}))
+    plain = device_from_record(_record(scale_out=link))
+    assert default_cluster(ib, 16).scale_out.efficiency == INFINIBAND_EFFICIENCY
+    assert default_cluster(plain, 16).scale_out.efficiency == NETWORK_EFFICIENCY
+    with pytest.raises(GpuplanError, match="fabric"):
+        device_from_record(_record(scale_out={**link, "fabric": "ethernet"}))
+
+
+def test_a_profile_files_unknown_sharding_is_refused(monkeypatch):
+    import gpuplan.specs.framework as fwmod
+
+    real = fwmod._profile_fields
+    monkeypatch.setattr(fwmod, "_profile_fields",
+                        lambda name: {**real(name), "data_parallel": "zer01"})
+    with pytest.raises(GpuplanError, match="data_parallel"):
+        fwmod.get_framework("megatron")

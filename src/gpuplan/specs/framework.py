@@ -120,6 +120,9 @@ class Framework:
 
 _DIR = resources.files("gpuplan") / "catalog" / "frameworks"
 
+DATA_PARALLEL: tuple[str, ...] = ("replicated", "zero1", "fsdp")
+"""the values of Framework.data_parallel (a profile file's typo must not pass as replicated)"""
+
 
 def framework_names() -> list[str]:
     return sorted(p.name[:-5] for p in _DIR.iterdir() if p.name.endswith(".toml"))
@@ -188,6 +191,9 @@ def get_framework(name: str | None) -> Framework:
         fw = Framework(**raw)
     except TypeError as e:
         raise InputError(f"framework file {canon}.toml", str(e), "the Framework fields") from None
+    if fw.data_parallel not in DATA_PARALLEL:
+        raise InputError(f"framework file {canon}.toml data_parallel", fw.data_parallel,
+                         ", ".join(DATA_PARALLEL))
     return fw if canon == name else replace(fw, named_as=name)
 
 
