@@ -37,6 +37,7 @@ from typing import Any
 
 from gpuplan.specs.catalog import get_device, get_model
 from gpuplan.specs.device import Device
+from gpuplan.specs.framework import get_framework
 from gpuplan.specs.model import Activation, ModelSpec
 
 CSV_NAME = "training_runs.csv"
@@ -1009,9 +1010,10 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
             if row.get("fused") == "true":  # torch.compile or fused kernels, as the row says
                 train["fused"] = True
             fw = row["framework"]
-            if fw in ("llm-foundry", "fsdp"):
+            sharding = get_framework(fw).data_parallel  # the stack's default, as the CLI
+            if sharding == "fsdp":
                 train["fsdp"] = "full"
-            elif fw in ("megatron", "nemo"):  # the distributed optimizer of both profiles
+            elif sharding == "zero1":  # Megatron-Core's distributed optimizer
                 train["zero"] = 1
             if row.get("zero"):  # a ZeRO stage the row states (DeepSpeed rows)
                 train["zero"] = int(row["zero"])

@@ -163,6 +163,38 @@ def test_overlaps_only_hide_communication():
     assert hidden.step_time_s < base.step_time_s
 
 
+def test_unoverlapped_gradient_reduction_is_exposed_in_full():
+    """Megatron-LM without --overlap-grad-reduce reduces the gradients after the backward: the
+    exposed DP time is then the whole reduce-scatter plus the parameter all-gather (the
+    collectives' own times from the step's list), and nothing else in the step moves."""
+    hidden = _zero1_step({})
+    after = _zero1_step({"grad_reduce_overlap": False})
+    dp = [c["time_s"] for c in after.collectives if c["op"] in ("reduce_scatter", "all_gather")
+          and c["group"] == 8]
+    assert len(dp) == 2
+    assert after.breakdown["dp_comm_exposed"] == pytest.approx(sum(dp), rel=1e-12)
+    assert hidden.breakdown["dp_comm_exposed"] < after.breakdown["dp_comm_exposed"]
+    assert after.breakdown["compute"] == pytest.approx(hidden.breakdown["compute"])
+    assert after.step_time_s - hidden.step_time_s == pytest.approx(
+        after.breakdown["dp_comm_exposed"] - hidden.breakdown["dp_comm_exposed"]
+        - hidden.breakdown["overlap_slowdown"] + after.breakdown["overlap_slowdown"], rel=1e-9)
+    assert "exposed after the last micro-batch" in after.assumptions["overlap"]
+
+
+def test_megatron_lm_defaults_overlap_nothing_the_recipes_overlap():
+    """The megatron-lm profile is Megatron-LM's argument defaults: no --overlap-grad-reduce,
+    --overlap-param-gather or --tp-comm-overlap; its kernels are the megatron profile's."""
+    h100 = get_device("h100")
+    own, recipe = get_framework("megatron-lm"), get_framework("megatron")
+    eff = framework_efficiency(h100, own)
+    assert not eff.grad_reduce_overlap and not eff.param_gather_overlap
+    assert eff.tp_overlap(sp=True, tp=8) == 0.0
+    assert framework_efficiency(h100, recipe).tp_overlap(sp=True, tp=8) == pytest.approx(7 / 8)
+    assert (own.fused, own.attention_kernel, own.grad_dtype, own.data_parallel,
+            own.end_to_end_class) == (recipe.fused, recipe.attention_kernel, recipe.grad_dtype,
+                                       recipe.data_parallel, recipe.end_to_end_class)
+
+
 # ---- topology ---------------------------------------------------------------------------------
 
 

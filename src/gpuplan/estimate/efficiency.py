@@ -92,6 +92,9 @@ class Efficiency:
     param_gather_overlap: bool = False
     """ZeRO-1/2 parameter all-gather overlapped with the next step's forward (Megatron-Core
     --overlap-param-gather); False = exposed after the optimizer step"""
+    grad_reduce_overlap: bool = True
+    """ZeRO-0/1/2 gradient reduction bucketed and overlapped with the last micro-batch's
+    backward (torch DDP, FSDP, Megatron-Core --overlap-grad-reduce); False = after it"""
     zero3_prefetch_params: float | None = None
     """ZeRO-3 parameters gathered ahead of use (DeepSpeed stage3_prefetch_bucket_size); the
     share of each layer's gather that can overlap compute is min(1, this / layer params);
@@ -166,6 +169,7 @@ class Efficiency:
             "tp_comm_overlap_sp": self.tp_comm_overlap_sp,
             "tp_backward_overlap": self.tp_backward_overlap,
             "param_gather_overlap": self.param_gather_overlap,
+            "grad_reduce_overlap": self.grad_reduce_overlap,
             "zero3_prefetch_params": self.zero3_prefetch_params,
             "overlap_slowdown": self.overlap_slowdown,
             "fused_optimizer": self.fused_optimizer,
@@ -258,6 +262,7 @@ def framework_efficiency(device: Device, framework: Framework,
                    fused_optimizer=framework.fused_optimizer,
                    tp_backward_overlap=framework.tp_backward_overlap,
                    param_gather_overlap=framework.param_gather_overlap,
+                   grad_reduce_overlap=framework.grad_reduce_overlap,
                    zero3_prefetch_params=framework.zero3_prefetch_params,
                    source=eff.source + f" for the {framework.end_to_end_class} stack class; "
                    f"framework profile {framework.name}")

@@ -308,7 +308,8 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     dp_tot, dp_exp = dp_comm(z, x["ar"], x["rs"], x["ag"], x["rs3"], x["ag3"], fwd,
                         x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True,
                         eff.param_gather_overlap,
-                        zero3_prefetch_share(eff, x["params"], x["layers"]))
+                        zero3_prefetch_share(eff, x["params"], x["layers"]),
+                        eff.grad_reduce_overlap)
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff)

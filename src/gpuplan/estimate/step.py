@@ -107,7 +107,7 @@ def pp_comm(t_p2p: Array, pp: Array, n_micro: Array, v: Array,
 
 def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, fwd: Array,
             bwd: Array, n_micro: Array, overlap: bool, gather_overlap: bool = False,
-            prefetch: Array = 1.0) -> tuple[Array, Array]:
+            prefetch: Array = 1.0, reduce_overlap: bool = True) -> tuple[Array, Array]:
     """(total, exposed) data-parallel communication. ZeRO-0: gradients all-reduced; ZeRO-1/2:
     reduce-scattered, parameters all-gathered after the step; ZeRO-3: parameters gathered in
     forward and backward and gradients reduce-scattered every micro-batch (Rajbhandari et al.
@@ -116,15 +116,19 @@ def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, f
     Framework overlaps (Efficiency): `gather_overlap` hides the ZeRO-1/2 parameter gather
     behind the next forward (Megatron-Core --overlap-param-gather); `prefetch` is the share of
     a ZeRO-3 gather that can run ahead of use (DeepSpeed stage3_prefetch_bucket_size / layer
-    parameters; 1 = a whole block ahead, FSDP)."""
+    parameters; 1 = a whole block ahead, FSDP); `reduce_overlap` False leaves the ZeRO-0/1/2
+    gradient reduction after the backward (Megatron-LM without --overlap-grad-reduce: its
+    DDP reduces the whole gradient buffer in finalize_model_grads, after the last
+    micro-batch)."""
     total = np.select([z == 0, z < 3], [ar, rs + ag], (2 * ag3 + rs3) * n_micro)
     if not overlap:
         return total, total
     z3 = ((1 - prefetch) * 2 * ag3 + np.maximum(0.0, prefetch * ag3 - fwd)
           + np.maximum(0.0, prefetch * ag3 + rs3 - bwd)) * n_micro
     ag12 = np.maximum(0.0, ag - fwd) if gather_overlap else ag
-    exposed = np.select([z == 0, z < 3], [np.maximum(0.0, ar - bwd),
-                                          np.maximum(0.0, rs - bwd) + ag12], z3)
+    hide = bwd if reduce_overlap else 0.0
+    exposed = np.select([z == 0, z < 3], [np.maximum(0.0, ar - hide),
+                                          np.maximum(0.0, rs - hide) + ag12], z3)
     return total, exposed
 
 

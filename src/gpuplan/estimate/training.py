@@ -390,7 +390,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     fwd_mb = compute_mb * prof.fwd_share
     dp_total, dp_exposed = (float(x) for x in dp_comm(
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
-        overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers)))
+        overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers),
+        eff.grad_reduce_overlap))
     if cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
         hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params *
                       reduce_bytes_per_param(cfg)["gradients"] / cfg.shard_group,
@@ -442,7 +443,9 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
                  dtype: str) -> dict[str, Any]:
     return {
         "efficiency": eff.describe(), "fused_kernels": cfg.fused, "attention": cfg.attention,
-        "overlap": ("DP gradient reduction overlaps the last micro-batch's backward; ZeRO-3 "
+        "overlap": ("DP gradient reduction "
+                    f"{'overlaps' if eff.grad_reduce_overlap else 'exposed after'} the last "
+                    "micro-batch's backward; ZeRO-3 "
                     "gathers overlap each micro-batch as far as the prefetch reaches; CP "
                     "overlaps attention; ZeRO-1/2 parameter gather "
                     f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "

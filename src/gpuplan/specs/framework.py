@@ -52,6 +52,10 @@ class Framework:
     tp_comm_overlap_sp: float = 0.0
     """share of TP collectives hidden behind GEMMs when sequence parallelism is on (Megatron-Core
     --tp-comm-overlap: Transformer Engine userbuffers, which requires --sequence-parallel)"""
+    grad_reduce_overlap: bool = True
+    """the data-parallel gradient reduction bucketed and overlapped with the backward (torch
+    DDP and FSDP by default; Megatron-Core --overlap-grad-reduce, off in Megatron-LM's own
+    arguments)"""
     tp_backward_overlap: bool = False
     """backward input-gradient TP collectives overlapped with the weight-gradient GEMMs
     (Megatron-LM --async-tensor-model-parallel-allreduce, on by default)"""
@@ -110,6 +114,7 @@ class Framework:
                 "fused_optimizer": self.fused_optimizer,
                 "tp_backward_overlap": self.tp_backward_overlap,
                 "param_gather_overlap": self.param_gather_overlap,
+                "grad_reduce_overlap": self.grad_reduce_overlap,
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
                 "end_to_end_class": self.end_to_end_class, "data_parallel": self.data_parallel,
@@ -155,7 +160,7 @@ def resolve_framework(name: str | None, cfg: TrainConfig) -> Framework:
 
 FRAMEWORK_ALIASES: dict[str, str] = {
     "torchtitan": "fsdp", "fsdp2": "fsdp", "fully_shard": "fsdp",
-    "megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron",
+    "megatron-core": "megatron", "mcore": "megatron",
     "megatron-deepspeed": "megatron", "nemo1": "megatron",
     "nemo2": "nemo", "megatron-bridge": "nemo",
     "llmfoundry": "llm-foundry", "composer": "llm-foundry", "mosaicml": "llm-foundry",

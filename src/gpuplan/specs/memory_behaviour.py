@@ -198,8 +198,10 @@ BEHAVIOURS["nemo"] = replace(
              "nemo/collections/llm/recipes/precision/mixed_precision.py bf16_with_fp8_mixed; "
              "Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
              "bf16_with_fp8_delayed_scaling_mixed / _current_scaling_mixed)"))
+BEHAVIOURS["megatron-lm"] = replace(BEHAVIOURS["megatron"], name="megatron-lm")
 """NeMo 2 / Megatron-Bridge keep Megatron-Core's memory behaviour (their gradient dtype is the
-framework profile's, catalog/frameworks/nemo.toml)."""
+framework profile's, catalog/frameworks/nemo.toml); so does Megatron-LM launched with its own
+defaults (the overlap flags change timing, not memory)."""
 
 
 MIDDLE = MemoryBehaviour(
