@@ -161,15 +161,16 @@ def resolve_framework(name: str | None, cfg: TrainConfig) -> Framework:
 FRAMEWORK_ALIASES: dict[str, str] = {
     "torchtitan": "fsdp", "fsdp2": "fsdp", "fully_shard": "fsdp",
     "megatron-core": "megatron", "mcore": "megatron",
-    "megatron-deepspeed": "megatron", "nemo1": "megatron",
+    "megatron-deepspeed": "megatron-lm", "nemo1": "megatron",
     "nemo2": "nemo", "megatron-bridge": "nemo",
     "llmfoundry": "llm-foundry", "composer": "llm-foundry", "mosaicml": "llm-foundry",
     "huggingface": "hf", "transformers": "hf", "trainer": "hf", "accelerate": "hf",
     "zero": "deepspeed",
 }
 """Other names users give the stacks the profiles describe (case-insensitive): torchtitan is
-FSDP2, Megatron-DeepSpeed and NeMo 1 run Megatron's kernels, Megatron-Bridge is NeMo 2,
-Composer is llm-foundry's trainer."""
+FSDP2, NeMo 1 runs Megatron's kernels and overlap, Megatron-DeepSpeed runs Megatron's kernels
+with DeepSpeed's engine reducing gradients after the backward (megatron-lm), Megatron-Bridge is
+NeMo 2, Composer is llm-foundry's trainer."""
 
 
 def canonical_framework(name: str) -> str:
