@@ -131,9 +131,10 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", min=1, max=MAX_SEARCH_TOP)] = 10,
         prices: PricesOpt = None,
         framework: Annotated[str | None, typer.Option(
-            "--framework", help="training stack profile: megatron, fsdp (torchtitan/FSDP2), "
-            "deepspeed, llm-foundry, hf, or auto (default: inferred from the layout: "
-            "FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, ZeRO-3 -> fsdp, "
+            "--framework", help="training stack profile: megatron (NVIDIA's recipes: every "
+            "overlap on), megatron-lm (Megatron-LM's own defaults: no overlap flags), nemo, "
+            "fsdp (torchtitan/FSDP2), deepspeed, llm-foundry, hf, or auto (default: inferred "
+            "from the layout: FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, ZeRO-3 -> fsdp, "
             "ZeRO-1/2 -> deepspeed, else hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
