@@ -108,6 +108,9 @@ class TrainingRun:
     """'calibration' (constants may be fitted on it) or 'validation' (hold-out: scored once)"""
     framework: str = ""
     """framework profile (gpuplan/catalog/frameworks); '' = FAMILY_FRAMEWORK[family]"""
+    overlap: str = ""
+    """the communication overlaps the run's launch script states, as `gpuplan train --overlap`
+    (Framework.with_overlap); '' = the profile's"""
     activations_offloaded: bool = False
     """the run kept activations in CPU memory (DeepSpeed activation offload), which gpuplan does
     not model: timed, not memory-scored (memory_not_scored)"""
@@ -1037,6 +1040,7 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 verification=row["verification"], inferred=tuple(
                     x.strip() for x in row["inferred"].split(";") if x.strip()),
                 notes=row["notes"], split=split, framework=fw,
+                overlap=(row.get("overlap") or "").strip(),
                 activations_offloaded="activations" in offload,
                 cluster=_csv_cluster(row)))
     return out

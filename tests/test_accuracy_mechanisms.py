@@ -146,6 +146,17 @@ def test_framework_sets_the_attention_kernel():
     assert mega.param_gather_overlap and not foundry.param_gather_overlap
 
 
+def test_searched_layouts_keep_the_stated_overlaps():
+    """gpuplan train --search with --overlap: each layout's inferred stack takes the stated
+    overlaps, as `train` on that layout does (Framework.with_overlap)."""
+    h100 = get_device("h100")
+    _, eff = auto_retime(h100, TrainConfig(), "grad")(TrainConfig(tp=2, sp=True, zero=1))
+    assert eff.grad_reduce_overlap and not eff.param_gather_overlap
+    assert eff.tp_overlap(sp=True, tp=2) == 0.0
+    _, same = auto_retime(h100, TrainConfig())(TrainConfig(tp=2, sp=True, zero=1))
+    assert same.param_gather_overlap and same.tp_overlap(sp=True, tp=2) == pytest.approx(0.5)
+
+
 def _zero1_step(eff_update: dict[str, object]):
     m, c = get_model("llama-3-8b"), default_cluster(get_device("h100"), 16)
     cfg = TrainConfig(micro_batch=1, seq_len=4096, dp=8, tp=2, zero=1, sp=True, fused=True,

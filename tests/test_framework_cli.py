@@ -272,3 +272,34 @@ def test_megatron_lm_exposes_what_the_recipes_overlap(capsys):
     assert "TP collectives 0% hidden" in own["assumptions"]["overlap"]
     assert "exposed after the last micro-batch" in own["assumptions"]["overlap"]
     assert "TP collectives 50% hidden" in recipe["assumptions"]["overlap"]
+
+
+OVERLAP_JOB = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "32", "--tp", "2",
+               "--sequence-parallel", "--seq-len", "8192", "--global-batch", "64"]
+
+
+def test_stated_overlaps_replace_the_profiles(capsys):
+    """--overlap names what a launch script turns on: 'none' on the recipe profile is exactly
+    Megatron-LM's own defaults (megatron-lm), and all three on megatron-lm are the recipe's;
+    the assumptions say they were stated."""
+    none = _json(capsys, *OVERLAP_JOB, "--framework", "megatron", "--overlap", "none")
+    own = _json(capsys, *OVERLAP_JOB, "--framework", "megatron-lm")
+    assert none["tokens_per_s"] == own["tokens_per_s"]
+    assert none["assumptions"]["framework"]["overlap"] == "stated: none"
+    assert own["assumptions"]["framework"]["overlap"] == "the profile's"
+    every = _json(capsys, *OVERLAP_JOB, "--framework", "megatron-lm", "--overlap", "tp,grad,param")
+    recipe = _json(capsys, *OVERLAP_JOB, "--framework", "megatron")
+    assert every["tokens_per_s"] == recipe["tokens_per_s"]
+    assert every["assumptions"]["framework"]["overlap"] == "stated: grad,param,tp"
+    grad = _json(capsys, *OVERLAP_JOB, "--framework", "megatron", "--overlap", "grad,param")
+    assert own["tokens_per_s"] < grad["tokens_per_s"] < recipe["tokens_per_s"]
+    assert "TP collectives 0% hidden" in grad["assumptions"]["overlap"]
+
+
+@pytest.mark.parametrize("extra", [["--overlap", "grad,foo"], ["--overlap", ","],
+                                   ["--overlap", "grad", "--no-overlap"]])
+def test_bad_overlap_is_one_line_exit_2(extra):
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *OVERLAP_JOB, *extra],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "--overlap" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout

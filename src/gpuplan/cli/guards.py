@@ -119,6 +119,9 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
                               "the search chooses the layout and times one step")
     elif given(ctx, "top"):
         raise InputError("--top", o["top"], "only with --search (rows of the ranking)")
+    if o["no_overlap"] and o.get("overlap") is not None:
+        raise limits.ConflictError("--overlap", "--no-overlap", "--no-overlap exposes every "
+                                   "collective; --overlap names the ones hidden")
     if o["scaling"] and o["ep"] > 1:
         raise limits.ConflictError("--ep", "--scaling", "the curve starts at one GPU, where "
                                    "expert parallelism has no data-parallel ranks to span")

@@ -124,6 +124,11 @@ def register(app: typer.Typer) -> None:
             "--usd-per-gpu-hour", min=0, callback=finite(0, MAX_USD_PER_GPU_HOUR),
             help="override the catalog's cloud price")] = None,
         no_overlap: Annotated[bool, typer.Option("--no-overlap")] = False,
+        overlap: Annotated[str | None, typer.Option(
+            "--overlap", help="the overlaps your launch script turns on, in place of the "
+            "stack's: a comma list of grad (Megatron --overlap-grad-reduce), param "
+            "(--overlap-param-gather), tp (--tp-comm-overlap, with --sequence-parallel), or "
+            "none")] = None,
         scaling: Annotated[bool, typer.Option("--scaling", help="1, 2, 4 ... --gpus GPUs")] =
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
@@ -159,7 +164,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
         job = train_job(dict(locals()), dp, d.kind)
-        fw = resolve_framework(framework, job)
+        fw = resolve_framework(framework, job).with_overlap(overlap)
         cfg, sharding = stack_job(ctx, fw, job)
         eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
@@ -175,7 +180,7 @@ def register(app: typer.Typer) -> None:
                                  "adapters): time one layout, or use `gpuplan advise`")
             found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof,
                                retime=None if not fw.chosen_by or prof is not None
-                               else auto_retime(d, job))
+                               else auto_retime(d, job, overlap))
             if html is not None:
                 from gpuplan.cli.html_opt import write
 

@@ -272,12 +272,13 @@ Retime = Callable[[TrainConfig], tuple[TrainConfig, Efficiency]]
 """A layout -> (the job as its stack runs it, that stack's efficiency)."""
 
 
-def auto_retime(device: Device, job: TrainConfig) -> Retime:
+def auto_retime(device: Device, job: TrainConfig, overlap: str | None = None) -> Retime:
     """For a job whose stack is not named: each layout timed with the profile its own layout
-    implies (specs.framework.auto_framework), from the kernels the user stated in `job`; so a
-    searched layout re-run by `gpuplan train` gets the same numbers."""
+    implies (specs.framework.auto_framework), from the kernels the user stated in `job` (and
+    the overlaps, `overlap`: Framework.with_overlap); so a searched layout re-run by `gpuplan
+    train` gets the same numbers."""
     def retime(cfg: TrainConfig) -> tuple[TrainConfig, Efficiency]:
-        fw = resolve_framework(None, cfg)
+        fw = resolve_framework(None, cfg).with_overlap(overlap)
         own = replace(cfg, fused=job.fused, grad_dtype=job.grad_dtype)
         return fw.apply(own, named=False), framework_efficiency(device, fw)
     return retime

@@ -79,6 +79,22 @@ class Framework:
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
     named_as: str = ""
     """the alias the user named the profile by (FRAMEWORK_ALIASES); '' = its own name"""
+    overlap_stated: str = ""
+    """the overlaps the user stated (--overlap, OVERLAPS) in place of the profile's; '' = the
+    profile's own"""
+
+    def with_overlap(self, stated: str | None) -> Framework:
+        """This profile with the communication overlaps a launch script states (`--overlap`):
+        'grad' (Megatron --overlap-grad-reduce, DDP bucketed reduction), 'param'
+        (--overlap-param-gather), 'tp' (--tp-comm-overlap: TE userbuffers, with sequence
+        parallelism), comma-separated; 'none' for none of them; None or '' = the profile's."""
+        if stated is None or not stated.strip():
+            return self
+        items = parse_overlaps(stated)
+        return replace(self, grad_reduce_overlap="grad" in items,
+                       param_gather_overlap="param" in items,
+                       tp_comm_overlap_sp=1.0 if "tp" in items else 0.0,
+                       overlap_stated=",".join(sorted(items)) or "none")
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
@@ -118,12 +134,30 @@ class Framework:
                 "zero3_prefetch_params": self.zero3_prefetch_params,
                 "allocator": self.allocator, "notes": self.notes,
                 "end_to_end_class": self.end_to_end_class, "data_parallel": self.data_parallel,
+                "overlap": (f"stated: {self.overlap_stated}" if self.overlap_stated
+                            else "the profile's"),
                 "source": f"{self.source} ({self.date})",
                 "chosen": self.chosen_by or ("named by the user" + (
                     f" as {self.named_as!r}" if self.named_as else ""))}
 
 
 _DIR = resources.files("gpuplan") / "catalog" / "frameworks"
+
+OVERLAPS: tuple[str, ...] = ("grad", "param", "tp")
+"""what --overlap names: the DP gradient reduction, the ZeRO-1/2 parameter gather, the TP
+collectives (with sequence parallelism)"""
+
+
+def parse_overlaps(stated: str) -> frozenset[str]:
+    """'grad,param' -> {'grad', 'param'}; 'none' -> {}; anything else: one clear error."""
+    items = {x.strip().lower() for x in stated.split(",") if x.strip()}
+    if items == {"none"}:
+        return frozenset()
+    bad = sorted(items - set(OVERLAPS))
+    if bad or not items:
+        raise InputError("--overlap", stated, "none, or a comma list of " + ", ".join(OVERLAPS))
+    return frozenset(items)
+
 
 DATA_PARALLEL: tuple[str, ...] = ("replicated", "zero1", "fsdp")
 """the values of Framework.data_parallel (a profile file's typo must not pass as replicated)"""
