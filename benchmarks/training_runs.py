@@ -926,7 +926,15 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "chatglm3-6b": (65024, 4096, 28, 32, 2, 13696, False, True,
                     "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/chatglm3_6b/deepspeed/"
                     "chatglm3_6b_hf/config.json (THUDM/chatglm3-6b)"),
+    "baichuan2-13b": (125696, 5120, 40, 40, 40, 13696, False, False,
+                      "baichuan-inc/Baichuan2-13B-Base config.json as copied in public code "
+                      "(40 x 5120, 40 heads, ffn 13696, vocab 125696, untied); ALiBi for the "
+                      "13B: Yang et al. 2023 'Baichuan 2' (arXiv 2309.10305), as NVIDIA's NeMo "
+                      "docs 'Baichuan 2' page restates"),
 }
+ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
+"""LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
+the attention scores (as BLOOM, MPT)."""
 """Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
 attention biases, source). InternLM-7B: intermediate 11008 = int(4096 x 8/3) rounded up to a
@@ -952,7 +960,10 @@ LayerNorm for RMSNorm, elementwise only, are not); vocab 50304 = the GPT-NeoX-20
 50277 tokens padded to a multiple of 128 (TP 1).
 ChatGLM3-6B: 2 KV groups (multi_query_group_num), ffn 13696 SwiGLU, RMSNorm, rotary embedding on
 half of each head, a bias on q, k, v only (the flag also biases the output projection, 4096
-parameters a layer), vocab 65024, untied."""
+parameters a layer), vocab 65024, untied.
+Baichuan2-13B: MHA (40 heads), SwiGLU ffn 13696, RMSNorm, ALiBi (ALIBI_LLAMA_LIKE), vocab 125696,
+an untied output layer whose rows are normalised each step (NormHead, elementwise, not
+represented), no linear biases; 13.9B parameters."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
@@ -961,7 +972,8 @@ def llama_like(name: str, seq: int) -> ModelSpec:
     return ModelSpec(
         name=name, family="llama", source=source, vocab_size=vocab, hidden_size=d,
         num_layers=layers, num_heads=heads, num_kv_heads=kv, intermediate_size=ff, mlp="gated",
-        activation="silu", norm="rmsnorm", position="rope", max_position_embeddings=max(seq, 2048),
+        activation="silu", norm="rmsnorm",
+        position="none" if name in ALIBI_LLAMA_LIKE else "rope", max_position_embeddings=max(seq, 2048),
         tie_embeddings=tied, qkv_bias=attn_bias, out_bias=attn_bias)
 
 
