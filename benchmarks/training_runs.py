@@ -927,10 +927,11 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                     "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/chatglm3_6b/deepspeed/"
                     "chatglm3_6b_hf/config.json (THUDM/chatglm3-6b)"),
     "baichuan2-13b": (125696, 5120, 40, 40, 40, 13696, False, False,
-                      "baichuan-inc/Baichuan2-13B-Base config.json as copied in public code "
-                      "(40 x 5120, 40 heads, ffn 13696, vocab 125696, untied); ALiBi for the "
-                      "13B: Yang et al. 2023 'Baichuan 2' (arXiv 2309.10305), as NVIDIA's NeMo "
-                      "docs 'Baichuan 2' page restates"),
+                      "Yang et al. 2023 'Baichuan 2' (arXiv 2309.10305) Table 2 (vocab 125696), "
+                      "Table 3 (13B: 40 x 5120, 40 heads, ffn 13696, ALiBi), Sec. 2.4 (SwiGLU, "
+                      "RMSNorm), Sec. 2.5 (NormHead), read in a public transcription; untied and "
+                      "bias-free per baichuan-inc/Baichuan2-13B-Base config.json as copied in "
+                      "public code"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
