@@ -932,6 +932,11 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                       "RMSNorm), Sec. 2.5 (NormHead), read in a public transcription; untied and "
                       "bias-free per baichuan-inc/Baichuan2-13B-Base config.json as copied in "
                       "public code"),
+    "mlperf-llama31-405b": (32768, 16384, 126, 128, 8, 53248, False, False,
+                            "Llama 3.1 405B shapes (meta-llama/Llama-3.1-405B config.json, the "
+                            "catalog's llama-3.1-405b) with the Mixtral 8x22B tokenizer "
+                            "(mlcommons/training_results_v5.0 NVIDIA llama31_405b README 3.3.2; "
+                            "Mistral's 32768-token vocabulary)"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -964,7 +969,10 @@ half of each head, a bias on q, k, v only (the flag also biases the output proje
 parameters a layer), vocab 65024, untied.
 Baichuan2-13B: MHA (40 heads), SwiGLU ffn 13696, RMSNorm, ALiBi (ALIBI_LLAMA_LIKE), vocab 125696,
 an untied output layer whose rows are normalised each step (NormHead, elementwise, not
-represented), no linear biases; 13.9B parameters."""
+represented), no linear biases; 13.9B parameters.
+MLPerf Llama 3.1 405B: the Llama 3.1 405B decoder with the Mixtral 8x22B tokenizer in place of
+Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multiple of 128 x TP 8,
+no padding), untied."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
