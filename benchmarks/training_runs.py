@@ -929,7 +929,21 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "chatglm3-6b": (65024, 4096, 28, 32, 2, 13696, False, True,
                     "FlagOpen/FlagPerf @1b5a0303 training/benchmarks/chatglm3_6b/deepspeed/"
                     "chatglm3_6b_hf/config.json (THUDM/chatglm3-6b)"),
+    "baichuan2-13b": (125696, 5120, 40, 40, 40, 13696, False, False,
+                      "Yang et al. 2023 'Baichuan 2' (arXiv 2309.10305) Table 2 (vocab 125696), "
+                      "Table 3 (13B: 40 x 5120, 40 heads, ffn 13696, ALiBi), Sec. 2.4 (SwiGLU, "
+                      "RMSNorm), Sec. 2.5 (NormHead), read in a public transcription; untied and "
+                      "bias-free per baichuan-inc/Baichuan2-13B-Base config.json as copied in "
+                      "public code"),
+    "mlperf-llama31-405b": (32768, 16384, 126, 128, 8, 53248, False, False,
+                            "Llama 3.1 405B shapes (meta-llama/Llama-3.1-405B config.json, the "
+                            "catalog's llama-3.1-405b) with the Mixtral 8x22B tokenizer "
+                            "(mlcommons/training_results_v5.0 NVIDIA llama31_405b README 3.3.2; "
+                            "Mistral's 32768-token vocabulary)"),
 }
+ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
+"""LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
+the attention scores (as BLOOM, MPT)."""
 """Llama-style decoders of the hold-out rows without a catalog preset (RMSNorm, SwiGLU, RoPE,
 no MLP biases, no dropout): (vocab, d_model, layers, heads, kv heads, ffn, tied embeddings,
 attention biases, source). InternLM-7B: intermediate 11008 = int(4096 x 8/3) rounded up to a
@@ -955,7 +969,13 @@ LayerNorm for RMSNorm, elementwise only, are not); vocab 50304 = the GPT-NeoX-20
 50277 tokens padded to a multiple of 128 (TP 1).
 ChatGLM3-6B: 2 KV groups (multi_query_group_num), ffn 13696 SwiGLU, RMSNorm, rotary embedding on
 half of each head, a bias on q, k, v only (the flag also biases the output projection, 4096
-parameters a layer), vocab 65024, untied."""
+parameters a layer), vocab 65024, untied.
+Baichuan2-13B: MHA (40 heads), SwiGLU ffn 13696, RMSNorm, ALiBi (ALIBI_LLAMA_LIKE), vocab 125696,
+an untied output layer whose rows are normalised each step (NormHead, elementwise, not
+represented), no linear biases; 13.9B parameters.
+MLPerf Llama 3.1 405B: the Llama 3.1 405B decoder with the Mixtral 8x22B tokenizer in place of
+Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multiple of 128 x TP 8,
+no padding), untied."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
@@ -964,7 +984,8 @@ def llama_like(name: str, seq: int) -> ModelSpec:
     return ModelSpec(
         name=name, family="llama", source=source, vocab_size=vocab, hidden_size=d,
         num_layers=layers, num_heads=heads, num_kv_heads=kv, intermediate_size=ff, mlp="gated",
-        activation="silu", norm="rmsnorm", position="rope", max_position_embeddings=max(seq, 2048),
+        activation="silu", norm="rmsnorm",
+        position="none" if name in ALIBI_LLAMA_LIKE else "rope", max_position_embeddings=max(seq, 2048),
         tie_embeddings=tied, qkv_bias=attn_bias, out_bias=attn_bias)
 
 
@@ -1055,12 +1076,13 @@ def _csv_cluster(row: dict[str, str]) -> dict[str, Any]:
 
 XLA_FAMILIES: frozenset[str] = frozenset({
     "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502",
-    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404"})
+    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404", "jaxtoolbox-maxtext-h100-2405"})
 """Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row). dgxc-maxtext-h100-2502 (hold-out) joins under the same rule, set
-before its rows were predicted, as do the JAX-Toolbox Paxml hold-out families (data11)."""
+before its rows were predicted, as do the JAX-Toolbox Paxml hold-out families (data11) and the
+JAX-Toolbox MaxText hold-out family (data13)."""
 
 
 PROMOTED_FAMILIES: frozenset[str] = frozenset({
