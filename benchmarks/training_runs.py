@@ -1114,12 +1114,18 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     # the second stop-13 set, scored once (...-data12-2026-12-02-stop13*.txt), promoted at stop 13
     "flagperf-flagscale-a800-2311", "flagperf-flagscale-sft-a800-2402", "flagperf-mds-a800-2402",
     "flagperf-mds-a100-40gb-2402", "flagperf-deepspeed-h100-2407", "fastllm-h100-2412",
-    "fp8lm-megatron-h100-2023"})
+    "fp8lm-megatron-h100-2023",
+    # the stop-14 set, scored once (...-data13-2026-12-02-stop14*.txt), promoted at stop 14
+    "flagperf-deepspeed-baichuan2-h800-2401", "jaxtoolbox-maxtext-h100-2405",
+    "mds-longseq-a100-40gb-2309", "mlperf-v30-coreweave-h100-2306", "mlperf-v30-nemo-h100-2306",
+    "mlperf-v31-azure-h100-2311", "mlperf-v31-nemo-h100-2311", "mlperf-v40-nemo-h100-2406",
+    "mlperf-v41-nemo-h100-2411", "mlperf-v41-oracle-h100-2411", "mlperf-v50-nemo-h100-2506",
+    "nemotron4-340b-h100-2406"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
-(...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 set (...-data11-...-stop13*.txt)
-at stop 13. Their
+(...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 sets (...-data11-...-stop13*.txt,
+...-data12-...) at stop 13, the stop-14 set (...-data13-...-stop14*.txt) at stop 14. Their
 rows are in data/training_calibration.csv after the earlier calibration rows. Each hold-out
 family is scored once and then used for fitting; new families replace them in
 data/training_validation.csv."""

@@ -117,10 +117,12 @@ def test_no_calibration_run_that_ran_is_declared_out_of_memory(vm):  # type: ign
     with each run's framework profile and without one (the inferred behaviour). It holds on
     the development families; the hold-out families promoted to calibration at stops 11-12
     (training_runs.PROMOTED_FAMILIES) failed it when scored and are guarded against getting
-    worse than their recorded count (README, stop 12: 9 with --framework, 14 without)."""
+    worse than their recorded count (README, stop 12: 9 with --framework, 14 without; the
+    stop-14 hold-out added one in each, Megatron-DeepSpeed's GPT 30B at 256k tokens on A100
+    40 GB)."""
     import training_runs as tr
 
-    for named, promoted_ceiling in ((True, 9), (False, 14)):
+    for named, promoted_ceiling in ((True, 10), (False, 15)):
         rows = vm.ran("calibration", named=named)
         assert len(rows) > 500
         dev = [r for r in rows if r.family not in tr.PROMOTED_FAMILIES]
