@@ -336,6 +336,17 @@ def contended_hidden(cfg: TrainConfig, cluster: Cluster, cp: float, pp: float, d
                  + tp)
 
 
+def hybrid_replica_sync(cfg: TrainConfig, params: float, coll: Coll) -> float:
+    """HSDP (FSDP hybrid shard): the gradient shards all-reduced across the dp / shard_group
+    replicas after the reduce-scatter inside each group, exposed (PyTorch FSDP
+    ShardingStrategy.HYBRID_SHARD); 0 for other layouts."""
+    if not (cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group):
+        return 0.0
+    return coll("hybrid-shard replica gradients", "all_reduce", params *
+                reduce_bytes_per_param(cfg)["gradients"] / cfg.shard_group,
+                cfg.dp // cfg.shard_group, 1)
+
+
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
     """Time one optimizer step of `cfg` on `cluster` (see the module docstring): the sum of
@@ -392,11 +403,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
         overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers),
         eff.grad_reduce_overlap))
-    if cfg.zero_stage == 3 and cfg.fsdp == "hybrid" and cfg.dp > cfg.shard_group:
-        hybrid = coll("hybrid-shard replica gradients", "all_reduce", st0.params *
-                      reduce_bytes_per_param(cfg)["gradients"] / cfg.shard_group,
-                      cfg.dp // cfg.shard_group, 1)
-        dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
+    hybrid = hybrid_replica_sync(cfg, st0.params, coll)
+    dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
     t_opt = float(optimizer_time(ld["trainable_params"] if cfg.lora.active else st0.params,
                                  cfg.shard_group if cfg.zero_stage >= 1 else 1,
                                  cfg.optimizer, cfg.offload_optimizer,
