@@ -940,6 +940,10 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                             "catalog's llama-3.1-405b) with the Mixtral 8x22B tokenizer "
                             "(mlcommons/training_results_v5.0 NVIDIA llama31_405b README 3.3.2; "
                             "Mistral's 32768-token vocabulary)"),
+    "kempnerforge-13b": (128256, 5120, 40, 40, 8, 17920, False, False,
+                         "KempnerInstitute/KempnerForge @01b461a benchmarks/mfu_scaling/"
+                         "mfu_bench.sh M13B; kempnerforge/config/schema.py "
+                         "computed_ffn_hidden_dim, tie_embeddings=False"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -975,7 +979,10 @@ an untied output layer whose rows are normalised each step (NormHead, elementwis
 represented), no linear biases; 13.9B parameters.
 MLPerf Llama 3.1 405B: the Llama 3.1 405B decoder with the Mixtral 8x22B tokenizer in place of
 Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multiple of 128 x TP 8,
-no padding), untied."""
+no padding), untied.
+KempnerForge '13B': Llama-3-style (GQA 8, vocab 128256, untied) at 40 x 5120 with 40 heads; ffn
+int(4 x 5120 x 2/3 x 1.3) = 17749 rounded up to a multiple of 256 = 17920 (schema.py
+computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the report states."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
