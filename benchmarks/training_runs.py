@@ -1083,13 +1083,14 @@ def _csv_cluster(row: dict[str, str]) -> dict[str, Any]:
 
 XLA_FAMILIES: frozenset[str] = frozenset({
     "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502",
-    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404", "jaxtoolbox-maxtext-h100-2405"})
+    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404", "jaxtoolbox-maxtext-h100-2405",
+    "maxtext-a3-h100-2404"})
 """Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row). dgxc-maxtext-h100-2502 (hold-out) joins under the same rule, set
 before its rows were predicted, as do the JAX-Toolbox Paxml hold-out families (data11) and the
-JAX-Toolbox MaxText hold-out family (data13)."""
+JAX-Toolbox MaxText hold-out family (data13) and Google's MaxText A3 hold-out family (data14)."""
 
 
 PROMOTED_FAMILIES: frozenset[str] = frozenset({
