@@ -944,6 +944,11 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                          "KempnerInstitute/KempnerForge @01b461a benchmarks/mfu_scaling/"
                          "mfu_bench.sh M13B; kempnerforge/config/schema.py "
                          "computed_ffn_hidden_dim, tie_embeddings=False"),
+    "yi-34b": (64000, 7168, 60, 56, 8, 20480, False, False,
+               "Young et al. 2024 'Yi: Open Foundation Models by 01.AI' (arXiv 2403.04652) "
+               "Table 1 (34B: hidden 7168, 56 query heads, 8 KV heads, 60 layers); "
+               "01-ai/Yi-34B(-200K) config.json as copied in public code (ffn 20480, vocab "
+               "64000, untied, no biases)"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -982,7 +987,10 @@ Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multipl
 no padding), untied.
 KempnerForge '13B': Llama-3-style (GQA 8, vocab 128256, untied) at 40 x 5120 with 40 heads; ffn
 int(4 x 5120 x 2/3 x 1.3) = 17749 rounded up to a multiple of 256 = 17920 (schema.py
-computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the report states."""
+computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the report states.
+Yi-34B (and Yi-34B-200K, the same shapes with rope_theta 5e6): Llama-style, GQA 8 of 56 heads,
+SwiGLU ffn 20480, RMSNorm, untied, vocab 64000; XTuner's own FLOP count (TFLOPs / TGS in its
+speed table, 341.4 GFLOP a token at 8k) reproduces these shapes to 0.2 %."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
