@@ -949,6 +949,10 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                "Table 1 (34B: hidden 7168, 56 query heads, 8 KV heads, 60 layers); "
                "01-ai/Yi-34B(-200K) config.json as copied in public code (ffn 20480, vocab "
                "64000, untied, no biases)"),
+    "qwen2.5-14b": (152064, 5120, 48, 40, 8, 13824, False, True,
+                    "Qwen Team 2024 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1 (14B: "
+                    "48 layers, 40/8 heads, untied); Qwen/Qwen2.5-14B config.json as copied in "
+                    "public code (hidden 5120, ffn 13824, vocab 152064, attention_bias on q/k/v)"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -990,7 +994,9 @@ int(4 x 5120 x 2/3 x 1.3) = 17749 rounded up to a multiple of 256 = 17920 (schem
 computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the report states.
 Yi-34B (and Yi-34B-200K, the same shapes with rope_theta 5e6): Llama-style, GQA 8 of 56 heads,
 SwiGLU ffn 20480, RMSNorm, untied, vocab 64000; XTuner's own FLOP count (TFLOPs / TGS in its
-speed table, 341.4 GFLOP a token at 8k) reproduces these shapes to 0.2 %."""
+speed table, 341.4 GFLOP a token at 8k) reproduces these shapes to 0.2 %.
+Qwen2.5-14B: GQA 8 of 40 heads, SwiGLU ffn 13824, RMSNorm, RoPE, untied, vocab 152064, biases on
+q, k, v only (the flag also biases the output projection, 5120 parameters a layer)."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
