@@ -940,6 +940,19 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                             "catalog's llama-3.1-405b) with the Mixtral 8x22B tokenizer "
                             "(mlcommons/training_results_v5.0 NVIDIA llama31_405b README 3.3.2; "
                             "Mistral's 32768-token vocabulary)"),
+    "kempnerforge-13b": (128256, 5120, 40, 40, 8, 17920, False, False,
+                         "KempnerInstitute/KempnerForge @01b461a benchmarks/mfu_scaling/"
+                         "mfu_bench.sh M13B; kempnerforge/config/schema.py "
+                         "computed_ffn_hidden_dim, tie_embeddings=False"),
+    "yi-34b": (64000, 7168, 60, 56, 8, 20480, False, False,
+               "Young et al. 2024 'Yi: Open Foundation Models by 01.AI' (arXiv 2403.04652) "
+               "Table 1 (34B: hidden 7168, 56 query heads, 8 KV heads, 60 layers); "
+               "01-ai/Yi-34B(-200K) config.json as copied in public code (ffn 20480, vocab "
+               "64000, untied, no biases)"),
+    "qwen2.5-14b": (152064, 5120, 48, 40, 8, 13824, False, True,
+                    "Qwen Team 2024 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1 (14B: "
+                    "48 layers, 40/8 heads, untied); Qwen/Qwen2.5-14B config.json as copied in "
+                    "public code (hidden 5120, ffn 13824, vocab 152064, attention_bias on q/k/v)"),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -975,7 +988,15 @@ an untied output layer whose rows are normalised each step (NormHead, elementwis
 represented), no linear biases; 13.9B parameters.
 MLPerf Llama 3.1 405B: the Llama 3.1 405B decoder with the Mixtral 8x22B tokenizer in place of
 Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multiple of 128 x TP 8,
-no padding), untied."""
+no padding), untied.
+KempnerForge '13B': Llama-3-style (GQA 8, vocab 128256, untied) at 40 x 5120 with 40 heads; ffn
+int(4 x 5120 x 2/3 x 1.3) = 17749 rounded up to a multiple of 256 = 17920 (schema.py
+computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the report states.
+Yi-34B (and Yi-34B-200K, the same shapes with rope_theta 5e6): Llama-style, GQA 8 of 56 heads,
+SwiGLU ffn 20480, RMSNorm, untied, vocab 64000; XTuner's own FLOP count (TFLOPs / TGS in its
+speed table, 341.4 GFLOP a token at 8k) reproduces these shapes to 0.2 %.
+Qwen2.5-14B: GQA 8 of 40 heads, SwiGLU ffn 13824, RMSNorm, RoPE, untied, vocab 152064, biases on
+q, k, v only (the flag also biases the output projection, 5120 parameters a layer)."""
 
 
 def llama_like(name: str, seq: int) -> ModelSpec:
@@ -1076,13 +1097,14 @@ def _csv_cluster(row: dict[str, str]) -> dict[str, Any]:
 
 XLA_FAMILIES: frozenset[str] = frozenset({
     "dgxc-maxtext-h100-2411", "dgxc-paxml-h100-2411", "dgxc-maxtext-h100-2502",
-    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404", "jaxtoolbox-maxtext-h100-2405"})
+    "jaxtoolbox-pax-a100-2404", "jaxtoolbox-pax-h100-2404", "jaxtoolbox-maxtext-h100-2405",
+    "maxtext-a3-h100-2404"})
 """Families run by JAX/XLA on GPUs (MaxText, PaxML): XLA plans device memory statically with
 its own rematerialization, not PyTorch's caching allocator, as on TPUs; the memory verdict
 models PyTorch stacks, so the memory harnesses do not score these rows (they are timed, as
 FSDP, like every other row). dgxc-maxtext-h100-2502 (hold-out) joins under the same rule, set
 before its rows were predicted, as do the JAX-Toolbox Paxml hold-out families (data11) and the
-JAX-Toolbox MaxText hold-out family (data13)."""
+JAX-Toolbox MaxText hold-out family (data13) and Google's MaxText A3 hold-out family (data14)."""
 
 
 PROMOTED_FAMILIES: frozenset[str] = frozenset({
