@@ -124,6 +124,24 @@ def lofo(tables: dict[str, ErrorTable], score: Objective = objective) -> list[Fa
     return out
 
 
+def lofo_rows(tables: dict[str, ErrorTable],
+              skip: frozenset[str] = NOT_FITTED_FAMILIES) -> dict[str, list[float]]:
+    """Per stack class, the |error| % of every calibration row predicted with its own family
+    left out of the fit (each row at its class's factor fitted on the other families): the
+    error a user's run of that class, from a source the model has not seen, can expect.
+    `skip`: families on device configurations the catalog does not model (default
+    NOT_FITTED_FAMILIES), whose errors say nothing about the devices a user can name."""
+    fams = [f for f in CALIBRATION_FAMILIES
+            if any(t[e].get(f) for t in tables.values() for e in t)]
+    out: dict[str, list[float]] = {c: [] for c in tables}
+    for f in fams:
+        others = [g for g in fams if g != f]
+        for c, t in tables.items():
+            if f not in skip and any(t[e].get(f) for e in t):
+                out[c] += t[fit(t, others)].get(f, [])
+    return out
+
+
 def main() -> None:
     tables = grid_errors()
     fams = list(CALIBRATION_FAMILIES)

@@ -396,7 +396,7 @@ def library_version() -> dict[str, Any]:
 # ---- main ---------------------------------------------------------------------------------
 
 def print_lofo(as_markdown: bool) -> int:
-    from fit_training import fit_classes, grid_errors, lofo, objective
+    from fit_training import fit_classes, grid_errors, lofo, lofo_rows, objective
 
     tables = grid_errors()
     res = lofo(tables)
@@ -423,6 +423,10 @@ def print_lofo(as_markdown: bool) -> int:
     print(f"\nLOFO: median over families of the left-out family's median |error| "
           f"{_percentile(lo, 50):.1f} %, worst family {max(lo):.1f} %; fitted on all "
           f"calibration families: {objs}")
+    for c, errs in lofo_rows(tables).items():
+        print(f"LOFO rows, stack class {c} (families on modelled devices): {len(errs)} rows, "
+              f"median |error| "
+              f"{_percentile(errs, 50):.1f} %, p90 {_percentile(errs, 90):.1f} %")
     return 0
 
 

@@ -303,3 +303,33 @@ def test_bad_overlap_is_one_line_exit_2(extra):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     assert "--overlap" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
+
+
+def test_every_training_estimate_states_its_held_out_error(capsys):
+    """The expected error printed with a step time is the stack class's leave-one-family-out
+    error (HELD_OUT_ERROR_BY_STACK), megatron's for a Megatron job, pytorch's for FSDP."""
+    from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
+
+    for stack, cls in (("megatron-lm", "megatron"), ("fsdp", "pytorch")):
+        acc = _json(capsys, *PLAIN, "--framework", stack)["assumptions"]["accuracy"]
+        median, p90, rows = HELD_OUT_ERROR_BY_STACK[cls]
+        assert (acc["stack_class"], acc["median_abs_error_pct"], acc["p90_abs_error_pct"],
+                acc["rows"]) == (cls, median, p90, rows)
+    assert main([*PLAIN, "--framework", "megatron"]) == 0
+    assert "Expected error" in capsys.readouterr().out
+
+
+def test_the_held_out_error_is_the_committed_lofo_result():
+    """HELD_OUT_ERROR_BY_STACK must be what `validate_training.py --lofo` wrote in the results
+    file its docstring names (regenerate both together)."""
+    import re
+    from pathlib import Path
+
+    from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
+
+    text = (Path(__file__).parents[1] / "benchmarks" / "results" /
+            "training-lofo-2026-12-02-stop14.txt").read_text()
+    found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
+        r"LOFO rows, stack class (\w+) \(families on modelled devices\): (\d+) rows, median "
+        r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
+    assert found == HELD_OUT_ERROR_BY_STACK

@@ -146,7 +146,11 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
-        from gpuplan.estimate.efficiency import auto_retime, framework_efficiency
+        from gpuplan.estimate.efficiency import (
+            auto_retime,
+            framework_efficiency,
+            held_out_accuracy,
+        )
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
         from gpuplan.specs.cluster import default_cluster
@@ -191,6 +195,7 @@ def register(app: typer.Typer) -> None:
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
+        res.extra_assumptions["accuracy"] = held_out_accuracy(fw.end_to_end_class)
         if sharding:
             res.extra_assumptions["sharding"] = sharding
         r = res.to_json()

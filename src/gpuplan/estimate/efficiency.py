@@ -233,6 +233,25 @@ TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 """the factor of a job whose stack is not known (training_efficiency without a framework)"""
 
 
+HELD_OUT_ERROR_BY_STACK: dict[str, tuple[float, float, int]] = {
+    "pytorch": (9.1, 22.7, 312), "megatron": (8.0, 23.6, 329)}
+"""Per stack class: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
+published calibration runs each predicted with its own family (source x device) left out of
+the end-to-end fit (`benchmarks/validate_training.py --lofo`,
+benchmarks/results/training-lofo-2026-12-02-stop14.txt; families on device configurations the
+catalog does not model excluded): what a run from a source the model has not seen can expect."""
+HELD_OUT_ERROR_SOURCE = ("leave-one-family-out over the published training runs of the "
+                         "calibration set (benchmarks/results/training-lofo-2026-12-02-stop14.txt)")
+
+
+def held_out_accuracy(stack_class: str) -> dict[str, object]:
+    """The step-time error a user should expect for a stack of `stack_class`
+    (HELD_OUT_ERROR_BY_STACK), as printed with every training estimate."""
+    median, p90, rows = HELD_OUT_ERROR_BY_STACK[stack_class]
+    return {"stack_class": stack_class, "median_abs_error_pct": median,
+            "p90_abs_error_pct": p90, "rows": rows, "basis": HELD_OUT_ERROR_SOURCE}
+
+
 def training_efficiency(device: Device, attention_kernel: str = "fa2",
                         end_to_end: float | None = None) -> Efficiency:
     """Efficiency for whole training steps: the device's measured ceilings, GEMM tile/wave

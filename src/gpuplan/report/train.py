@@ -61,6 +61,12 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
             t.add_row("cost", f"{units.format_usd(r['cost_usd'])} at "
                               f"${run['usd_per_gpu_hour']:.2f}/GPU-h")
     con.print(t)
+    acc = r["assumptions"].get("accuracy")
+    if acc:
+        con.print(f"Expected error: on published runs of {acc['stack_class']}-class stacks "
+                  f"whose source the fit left out, tokens/s was off by {acc['median_abs_error_pct']:g} "
+                  f"% (median) and by at most {acc['p90_abs_error_pct']:g} % in 9 of 10 "
+                  f"({acc['rows']} runs).")
     if r.get("scaling"):
         s = table("scaling (data parallel; per-GPU batch fixed)",
                   [("GPUs", "right"), ("tokens/s", "right"), ("speedup", "right"),
