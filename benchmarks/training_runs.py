@@ -949,6 +949,11 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                "Table 1 (34B: hidden 7168, 56 query heads, 8 KV heads, 60 layers); "
                "01-ai/Yi-34B(-200K) config.json as copied in public code (ffn 20480, vocab "
                "64000, untied, no biases)"),
+    "skywork-13b": (65536, 4608, 52, 36, 36, 12288, False, False,
+                    "Wei et al. 2023 'Skywork' (arXiv 2310.19341) Table 3 (Skywork-13B: vocab 65536, "
+                    "hidden 4608, FFN 12288, head dim 128, 36 heads, 52 layers) and Sec. 3.4 (RoPE, "
+                    "RMSNorm, SwiGLU), read in a public transcription; untied and bias-free as LLaMA "
+                    "(not stated)"),
     "qwen2.5-14b": (152064, 5120, 48, 40, 8, 13824, False, True,
                     "Qwen Team 2024 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1 (14B: "
                     "48 layers, 40/8 heads, untied); Qwen/Qwen2.5-14B config.json as copied in "
@@ -995,6 +1000,9 @@ computed_ffn_hidden_dim, ffn_dim_multiplier 1.3), 14.84B parameters as the repor
 Yi-34B (and Yi-34B-200K, the same shapes with rope_theta 5e6): Llama-style, GQA 8 of 56 heads,
 SwiGLU ffn 20480, RMSNorm, untied, vocab 64000; XTuner's own FLOP count (TFLOPs / TGS in its
 speed table, 341.4 GFLOP a token at 8k) reproduces these shapes to 0.2 %.
+Skywork-13B: MHA (36 heads of 128), SwiGLU ffn 12288 (8/3 of 4608), RMSNorm, RoPE, vocab 65536
+(Table 3), deeper and narrower than LLaMA2-13B; untied and bias-free (not stated, as LLaMA), 13.85B
+parameters.
 Qwen2.5-14B: GQA 8 of 40 heads, SwiGLU ffn 13824, RMSNorm, RoPE, untied, vocab 152064, biases on
 q, k, v only (the flag also biases the output projection, 5120 parameters a layer)."""
 
