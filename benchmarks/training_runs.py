@@ -1023,6 +1023,32 @@ _BLOOM_NAME = re.compile(r"bloom-h(\d+)-l(\d+)-a(\d+)")
 -a{heads} (BLOOM_176B's ALiBi, embedding LayerNorm, GELU 4h, biases, tied vocab 250880)."""
 
 
+PYTHIA_SHAPES: dict[str, tuple[int, int, int, int]] = {
+    # size: (hidden-size, num-layers, num-attention-heads) from EleutherAI/pythia @a19eecb
+    # models/*.yml; vocab: the tokenizer's 50277 padded to a multiple of 128 x model-parallel-size
+    # (Megatron/GPT-NeoX make-vocab-size-divisible-by 128): 50304 at TP 1, 50432 at TP 2, 50688 at
+    # TP 4, which reproduces the published parameter counts (1.4B: 1,414,647,808)
+    "1b": (2048, 16, 8, 50304), "1.4b": (2048, 24, 16, 50304), "2.8b": (2560, 32, 32, 50304),
+    "6.9b": (4096, 32, 32, 50432), "12b": (5120, 36, 40, 50688),
+}
+
+
+def pythia(size: str) -> ModelSpec:
+    """Pythia (GPT-NeoX architecture) as EleutherAI/pythia @a19eecb models/*.yml set it: rotary
+    embedding on 25% of each head (rotary-pct 0.25), parallel attention + MLP residual
+    (gpt-j-residual), LayerNorm, GELU MLP 4h with biases, untied embedding and unembedding
+    (no-weight-tying), vocab padded per tensor-parallel size, 2048 positions, dropout 0."""
+    d, layers, heads, vocab = PYTHIA_SHAPES[size]
+    return ModelSpec(
+        name=f"pythia-{size}", family="gpt_neox",
+        source=f"EleutherAI/pythia @a19eecb models/*/pythia-{size}.yml",
+        vocab_size=vocab, hidden_size=d, num_layers=layers, num_heads=heads,
+        intermediate_size=4 * d, mlp="plain", activation="gelu", norm="layernorm",
+        position="rope", rotary_dim=d // heads // 4, parallel_residual=True,
+        max_position_embeddings=2048, tie_embeddings=False, qkv_bias=True, out_bias=True,
+        mlp_bias=True)
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
     if name in LLAMA_LIKE:
         return llama_like(name, seq)
@@ -1038,6 +1064,8 @@ def _csv_model(name: str, seq: int) -> ModelSpec:
         return nemotron4(name[len("nemotron-4-"):])
     if name.startswith("olmo-core-"):
         return olmo_core(name[len("olmo-core-"):])
+    if name.startswith("pythia-"):
+        return pythia(name[len("pythia-"):])
     m = _GPT_NAME.fullmatch(name)
     if m is None:
         return get_model(name)

@@ -135,6 +135,18 @@ def test_nemotron4_shapes_count_as_the_15b_report(tr):
     assert 2 * vocab * h / 1e9 == pytest.approx(3.2, abs=0.06)
 
 
+def test_pythia_shapes_count_as_the_papers_non_embedding_parameters(tr):
+    """Biderman et al. 2023 Table 1 non-embedding parameters (the Pythia model cards' table:
+    1.4B 1,414,647,808 total, 1,208,602,624 non-embedding); the two untied embeddings have the
+    vocabulary padded to a multiple of 128 x TP rows (50304, 50432 at TP 2, 50688 at TP 4)."""
+    table1 = {"1b": 805_736_448, "1.4b": 1_208_602_624, "2.8b": 2_517_652_480,
+              "6.9b": 6_444_163_072, "12b": 11_327_027_200}
+    for size, non_embedding in table1.items():
+        spec = tr.pythia(size)
+        assert spec.params() - 2 * spec.vocab_size * spec.hidden_size == non_embedding, size
+    assert tr.pythia("1.4b").params() == 1_414_647_808
+
+
 def test_olmo_core_shapes_follow_llama_like_rounding(tr):
     """OLMo-core @e27ba74 TransformerConfig.llama_like: ffn = int(8d/3), x 1.3 for llama3_8B,
     rounded up to hidden_size_multiple_of (256; llama3_8B 1024); vocab = dolma2's 100278
