@@ -1018,9 +1018,10 @@ def llama_like(name: str, seq: int) -> ModelSpec:
         tie_embeddings=tied, qkv_bias=attn_bias, out_bias=attn_bias)
 
 
-_BLOOM_NAME = re.compile(r"bloom-h(\d+)-l(\d+)-a(\d+)")
+_BLOOM_NAME = re.compile(r"bloom-h(\d+)-l(\d+)-a(\d+)(?:-v(\d+))?")
 """A BLOOM-architecture model of another shape in the csv's model cell: bloom-h{hidden}-l{layers}
--a{heads} (BLOOM_176B's ALiBi, embedding LayerNorm, GELU 4h, biases, tied vocab 250880)."""
+-a{heads}[-v{vocab}] (BLOOM_176B's ALiBi, embedding LayerNorm, GELU 4h, biases, tied embeddings;
+vocab 250880 unless -v gives another, e.g. BloombergGPT's 131072)."""
 
 
 PYTHIA_SHAPES: dict[str, tuple[int, int, int, int]] = {
@@ -1054,10 +1055,11 @@ def _csv_model(name: str, seq: int) -> ModelSpec:
         return llama_like(name, seq)
     bloom = _BLOOM_NAME.fullmatch(name)
     if bloom is not None:
-        h, layers, heads = (int(x) for x in bloom.groups())
+        h, layers, heads = (int(x) for x in bloom.groups()[:3])
+        vocab = int(bloom.group(4) or BLOOM_176B.vocab_size)
         return BLOOM_176B.model_copy(update={
             "name": name, "hidden_size": h, "num_layers": layers, "num_heads": heads,
-            "intermediate_size": 4 * h})
+            "intermediate_size": 4 * h, "vocab_size": vocab})
     if name.startswith("mpt-"):
         return mpt(name[4:], seq)
     if name.startswith("nemotron-4-"):
