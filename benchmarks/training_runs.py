@@ -1050,6 +1050,19 @@ def pythia(size: str) -> ModelSpec:
         mlp_bias=True)
 
 
+STARCODERBASE_15B = ModelSpec(
+    name="starcoderbase-15.5b", family="gpt_bigcode",
+    source="Li et al. 2023 'StarCoder' (arXiv 2305.06161) Table 11; bigcode/starcoderbase config.json "
+           "as copied in public converter code (n_embd 6144, n_layer 40, n_head 48, multi_query, "
+           "n_inner 24576, n_positions 8192, vocab 49152, tie_word_embeddings)",
+    vocab_size=49152, hidden_size=6144, num_layers=40, num_heads=48, num_kv_heads=1,
+    intermediate_size=24576, mlp="plain", activation="gelu_tanh", norm="layernorm",
+    position="learned", max_position_embeddings=8192, tie_embeddings=True, qkv_bias=True,
+    out_bias=True, mlp_bias=True)
+"""StarCoderBase 15.5B: GPT-2-style decoder with multi-query attention (one K/V head), learned
+positions over 8192, GELU 4h MLP, biases, tied embeddings; 15.5B parameters as Table 11 states."""
+
+
 def _csv_model(name: str, seq: int) -> ModelSpec:
     if name in LLAMA_LIKE:
         return llama_like(name, seq)
@@ -1068,6 +1081,8 @@ def _csv_model(name: str, seq: int) -> ModelSpec:
         return olmo_core(name[len("olmo-core-"):])
     if name.startswith("pythia-"):
         return pythia(name[len("pythia-"):])
+    if name == STARCODERBASE_15B.name:
+        return STARCODERBASE_15B
     m = _GPT_NAME.fullmatch(name)
     if m is None:
         return get_model(name)
