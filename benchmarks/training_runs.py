@@ -1198,15 +1198,18 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "nemotron4-340b-h100-2406",
     # the second stop-14 set, scored once (...-data14-2026-12-02-stop14*.txt), promoted at stop 14
     "kempnerforge-h200-2604", "maxtext-a3-h100-2404", "msswift-a800-2503",
-    "thunder-litgpt-h100-2407", "xtuner-deepspeed-a100-2404"})
+    "thunder-litgpt-h100-2407", "xtuner-deepspeed-a100-2404",
+    # the third stop-14 set, scored once (...-data15-2026-12-02-stop14*.txt), promoted at stop 14
+    "bloomberggpt-smp-a100-40gb-2303", "flm101b-megatron-a800-2309", "pythia-neox-a100-40gb-2304",
+    "skywork-megatron-a800-2310", "starcoder-megatron-a100-2305"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
 (...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 sets (...-data11-...-stop13*.txt,
-...-data12-...) at stop 13, the stop-14 sets (...-data13-...-stop14*.txt, ...-data14-...) at stop 14. Their
-rows are in data/training_calibration.csv after the earlier calibration rows. Each hold-out
-family is scored once and then used for fitting; new families replace them in
-data/training_validation.csv."""
+...-data12-...) at stop 13, the stop-14 sets (...-data13-...-stop14*.txt, ...-data14-...,
+...-data15-...) at stop 14. Their rows are in data/training_calibration.csv after the earlier
+calibration rows. Each hold-out family is scored once and then used for fitting; new families
+replace them in data/training_validation.csv."""
 
 NOT_FITTED_FAMILIES: frozenset[str] = frozenset({
     "torchtitan-h100-2024", "torchtitan-h100-asynctp-2025", "torchao-b200-2025",
