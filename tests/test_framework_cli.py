@@ -297,6 +297,7 @@ def test_stated_overlaps_replace_the_profiles(capsys):
 
 
 @pytest.mark.parametrize("extra", [["--overlap", "grad,foo"], ["--overlap", ","],
+                                   ["--overlap", " "],
                                    ["--overlap", "grad", "--no-overlap"]])
 def test_bad_overlap_is_one_line_exit_2(extra):
     p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *OVERLAP_JOB, *extra],
@@ -315,6 +316,7 @@ def test_every_training_estimate_states_its_held_out_error(capsys):
         median, p90, rows = HELD_OUT_ERROR_BY_STACK[cls]
         assert (acc["stack_class"], acc["median_abs_error_pct"], acc["p90_abs_error_pct"],
                 acc["rows"]) == (cls, median, p90, rows)
+        assert acc["fresh_holdout"]["rows"] > 0
     assert main([*PLAIN, "--framework", "megatron"]) == 0
     assert "Expected error" in capsys.readouterr().out
 
@@ -333,3 +335,29 @@ def test_the_held_out_error_is_the_committed_lofo_result():
         r"LOFO rows, stack class (\w+) \(families on modelled devices\): (\d+) rows, median "
         r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
     assert found == HELD_OUT_ERROR_BY_STACK
+
+
+def test_the_fresh_holdout_error_is_the_scored_sets():
+    """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
+    rows of the three stop-14 hold-out files: their median and 90th percentile |error|."""
+    import csv
+    import re
+    import statistics
+    from pathlib import Path
+
+    from gpuplan.estimate.efficiency import FRESH_HOLDOUT_ERROR
+
+    root = Path(__file__).parents[1] / "benchmarks"
+    with (root / "data" / "training_calibration.csv").open() as f:
+        device = {r["run_id"]: r["device"] for r in csv.DictReader(f)}
+    errs = []
+    for n in (13, 14, 15):
+        text = (root / "results" / f"training-validation-data{n}-2026-12-02-stop14-rows.txt")
+        for run, err in re.findall(r"^(\S+)\s+(?:tokens_per_sec_per_gpu|tflops_per_gpu)\b.*?"
+                                   r"\s([+-]\d+\.\d)\s+[+-]\d+\.\d", text.read_text(), re.M):
+            if device[run].startswith(("A100", "H100")):
+                errs.append(abs(float(err)))
+    xs = sorted(errs)
+    k = 0.9 * (len(xs) - 1)
+    p90 = xs[int(k)] + (xs[int(k) + 1] - xs[int(k)]) * (k - int(k))
+    assert (round(statistics.median(xs), 1), round(p90, 1), len(xs)) == FRESH_HOLDOUT_ERROR

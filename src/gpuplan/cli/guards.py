@@ -119,6 +119,8 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
                               "the search chooses the layout and times one step")
     elif given(ctx, "top"):
         raise InputError("--top", o["top"], "only with --search (rows of the ranking)")
+    if o.get("overlap") is not None and not o["overlap"].strip():
+        raise InputError("--overlap", o["overlap"], "none, or a comma list of grad, param, tp")
     if o["no_overlap"] and o.get("overlap") is not None:
         raise limits.ConflictError("--overlap", "--no-overlap", "--no-overlap exposes every "
                                    "collective; --overlap names the ones hidden")

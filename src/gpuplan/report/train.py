@@ -63,10 +63,13 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
     con.print(t)
     acc = r["assumptions"].get("accuracy")
     if acc:
+        fresh = acc["fresh_holdout"]
         con.print(f"Expected error: on published runs of {acc['stack_class']}-class stacks "
                   f"whose source the fit left out, tokens/s was off by {acc['median_abs_error_pct']:g} "
                   f"% (median) and by at most {acc['p90_abs_error_pct']:g} % in 9 of 10 "
-                  f"({acc['rows']} runs).")
+                  f"({acc['rows']} runs); on the latest fresh hold-out runs on A100/H100, "
+                  f"{fresh['median_abs_error_pct']:g} % and {fresh['p90_abs_error_pct']:g} % "
+                  f"({fresh['rows']} runs).")
     if r.get("scaling"):
         s = table("scaling (data parallel; per-GPU batch fixed)",
                   [("GPUs", "right"), ("tokens/s", "right"), ("speedup", "right"),
