@@ -1121,6 +1121,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["grad_dtype"] = row["grad_dtype"]
             if row.get("loss"):  # the loss kernel the recipe names (TrainConfig.loss)
                 train["loss"] = row["loss"]
+            if row.get("fp8_recipe"):  # FP8 scaling the recipe names (TrainConfig.fp8_recipe)
+                train["fp8_recipe"] = row["fp8_recipe"]
             offload = row.get("offload") or ""  # what the run's recipe keeps in CPU memory
             if "optimizer" in offload:
                 train["offload_optimizer"] = True

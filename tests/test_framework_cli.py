@@ -306,6 +306,26 @@ def test_bad_overlap_is_one_line_exit_2(extra):
     assert "--overlap" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
 
 
+def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
+    """--fp8-recipe rowwise (torchao's row-wise scaling) adds casts and rescales to the same
+    GEMMs: slower than tensorwise, same memory, and the assumptions name the recipe."""
+    job = [*TRAIN, "--framework", "fsdp", "--precision", "fp8-mixed"]
+    tensor = _json(capsys, *job)
+    row = _json(capsys, *job, "--fp8-recipe", "rowwise")
+    assert row["tokens_per_s"] < tensor["tokens_per_s"]
+    assert row["memory"]["total_bytes"] == tensor["memory"]["total_bytes"]
+    assert "rowwise scaling" in row["assumptions"]["fp8"]
+    assert "tensorwise scaling" in tensor["assumptions"]["fp8"]
+
+
+@pytest.mark.parametrize("extra", [["--fp8-recipe", "rowwise"], ["--fp8-recipe", "blockwise"]])
+def test_bad_fp8_recipe_is_one_line_exit_2(extra):
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *TRAIN, *extra],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "--fp8-recipe" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
+
+
 def test_every_training_estimate_states_its_held_out_error(capsys):
     """The expected error printed with a step time is the stack class's leave-one-family-out
     error (HELD_OUT_ERROR_BY_STACK), megatron's for a Megatron job, pytorch's for FSDP."""

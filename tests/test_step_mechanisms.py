@@ -196,6 +196,41 @@ def test_transformer_engine_caches_fp8_weights_and_quantizes_inside_the_norm():
     assert head == ["bf16"] * 3
 
 
+def _fp8_ops(recipe: str) -> list[Op]:
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, precision="fp8-mixed", fused=True,
+                      dropout=False, fp8_recipe=recipe)  # type: ignore[arg-type]
+    return build_training(get_model("llama-3-8b"), 1, 4096, train_impl(cfg, "gpu"))
+
+
+def test_rowwise_fp8_casts_each_tensor_per_axis_and_rescales_backward_gemms():
+    """torchao's row-wise recipe: input, weight and output gradient are each quantized once per
+    GEMM orientation (a second pass reading 16 bits, writing 8), and the dgrad and wgrad outputs
+    are rescaled after cuBLAS (read + write 16 bits). Llama-3-8B QKV at 4096 tokens: input
+    4096 x 4096, weight 4096 x 6144, output gradient 4096 x 6144; GEMMs and FLOPs unchanged."""
+    tw, rw = _fp8_ops("tensorwise"), _fp8_ops("rowwise")
+    extra = {o.name: o for o in rw if ".fp8_cast_axis" in o.name or ".fp8_rescale" in o.name}
+    assert not any(".fp8_cast_axis" in o.name or ".fp8_rescale" in o.name for o in tw)
+    assert [o for o in rw if o.name not in extra] == list(tw)
+    qkv = {n.split("qkv.")[1]: o for n, o in extra.items() if "attn.qkv." in n}
+    x, w, dy = 4096 * 4096, 4096 * 6144, 4096 * 6144
+    assert (qkv["fp8_cast_axis"].bytes_read, qkv["fp8_cast_axis"].bytes_written) == (2 * (x + w), 0)
+    assert qkv["fp8_cast_axis.grad"].bytes_read == 2 * dy
+    rescale = qkv["fp8_rescale.grad"]
+    assert rescale.bytes_read == rescale.bytes_written == 2 * (x + w)  # dX and dW outputs
+    slower = _step("llama-3-8b", 8, replace(FSDP_JOB, precision="fp8-mixed",
+                                              fp8_recipe="rowwise"), "fsdp")
+    faster = _step("llama-3-8b", 8, replace(FSDP_JOB, precision="fp8-mixed"), "fsdp")
+    assert slower.step_time_s > faster.step_time_s
+
+
+def test_fp8_recipe_needs_fp8_precision():
+    from gpuplan.errors import InputError
+
+    with pytest.raises(InputError, match="fp8_recipe"):
+        TrainConfig(fp8_recipe="rowwise")
+    assert TrainConfig(precision="fp8-mixed", fp8_recipe="rowwise").fp8_recipe == "rowwise"
+
+
 def test_non_reentrant_checkpoint_skips_the_last_linear_as_pytorch_does():
     """Real PyTorch: torch.utils.checkpoint (non-reentrant, early stop on by default) does not
     rerun a block's last linear, whose forward only saves its input. The backward of a

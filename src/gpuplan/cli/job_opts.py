@@ -20,6 +20,7 @@ from gpuplan.cli.guards import finite, given
 from gpuplan.cli.options import (
     AttentionChoice,
     FinetuneChoice,
+    Fp8RecipeChoice,
     FsdpChoice,
     LossChoice,
     OptimizerChoice,
@@ -86,6 +87,11 @@ FusedOpt = Annotated[bool, typer.Option(
     "--fused", rich_help_panel=_KER,
     help="fused norm/activation kernels (Megatron, torch.compile)")]
 PrecisionOpt = Annotated[PrecisionChoice, typer.Option("--precision", rich_help_panel=_KER)]
+Fp8RecipeOpt = Annotated[Fp8RecipeChoice, typer.Option(
+    "--fp8-recipe", rich_help_panel=_KER,
+    help="with --precision fp8-mixed: tensorwise (one scale per tensor: Transformer Engine, "
+         "torchao's default) or rowwise (torchao's row-wise scaling: two casts per tensor, "
+         "rescaled backward GEMMs)")]
 GradFp32Opt = Annotated[bool, typer.Option(
     "--grad-fp32", rich_help_panel=_KER,
     help="keep/accumulate gradients in fp32 (Megatron main_grad)")]
@@ -122,6 +128,7 @@ DEFAULTS: dict[str, Any] = {
     "micro_batch": _D.micro_batch, "seq_len": None, "global_batch": _D.global_batch,
     "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
     "loss": LossChoice(_D.loss), "document_len": _D.document_len,
+    "fp8_recipe": Fp8RecipeChoice(_D.fp8_recipe),
     "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
     "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
@@ -164,7 +171,8 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         cuda_context_bytes=cuda_context_bytes(o["cuda_context_gb"], device_kind),
         fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"],
         lora=lora_job(o), loss=o.get("loss", LossChoice.auto).value,
-        document_len=o.get("document_len"))
+        document_len=o.get("document_len"),
+        fp8_recipe=o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value)
 
 
 def lora_job(o: dict[str, Any]) -> LoraConfig:
@@ -184,7 +192,8 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
             "grad_dtype": grad_dtype(o),
             "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
             "fused": o["fused"], "target": o["target"],
-            "loss": o.get("loss", LossChoice.auto).value, "document_len": o.get("document_len")}
+            "loss": o.get("loss", LossChoice.auto).value, "document_len": o.get("document_len"),
+            "fp8_recipe": o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value}
 
 
 def stack_job(ctx: typer.Context, fw: Framework, job: TrainConfig) -> tuple[TrainConfig, str]:

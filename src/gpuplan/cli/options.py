@@ -36,6 +36,11 @@ class PrecisionChoice(str, Enum):
     fp8_mixed = "fp8-mixed"
 
 
+class Fp8RecipeChoice(str, Enum):
+    tensorwise = "tensorwise"
+    rowwise = "rowwise"
+
+
 class OptimizerChoice(str, Enum):
     adamw = "adamw"
     adam = "adam"

@@ -472,6 +472,10 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
                       and cfg.behaviour.recompute_early_stop else "")),
         **({"documents": f"packed documents of {cfg.document_len} tokens, attention inside "
                          "each"} if cfg.document_len else {}),
-        **({"fp8": "fp8 matmuls; MFU is taken against the dense bf16 peak (the usual "
-                   "convention for fp8 training)"} if dtype == "fp8" else {}),
+        **({"fp8": f"fp8 matmuls, {cfg.fp8_recipe} scaling ("
+                   + ("one scale per tensor, one cast-transpose per tensor" if cfg.fp8_recipe
+                      == "tensorwise" else "torchao row-wise: each tensor cast once per GEMM "
+                      "orientation, backward GEMM outputs rescaled")
+                   + "); MFU is taken against the dense bf16 peak (the usual convention for "
+                   "fp8 training)"} if dtype == "fp8" else {}),
     }

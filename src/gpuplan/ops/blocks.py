@@ -48,6 +48,8 @@ class Ctx:
     fp8_norm_casts: bool = False
     """FP8 training: the norm before a linear writes its output in FP8 itself (Impl.
     fp8_norm_casts), so that linear has no input cast of its own"""
+    fp8_rowwise: bool = False
+    """FP8 training with torchao's row-wise recipe (Impl.fp8_rowwise): blocks.fp8_rowwise_extra"""
     head_dtype: str | None = None
     """matmul dtype of the LM head when it differs from the layers' (FP8 training that keeps
     the output layer in 16 bits: Impl.fp8_blocks_only)"""
@@ -105,8 +107,11 @@ def linear(c: Ctx, name: str, m: float, k: int, n: int, bias: bool = False,
     c.op(name, "matmul", 2 * m * k * n, m * k * e + weights, m * n * e,
          saved=saved, shape=shape)
     if c.train and c.dtype == "fp8":
-        fp8_casts(c, name, (0.0 if after_norm and c.fp8_norm_casts else m * k)
-                  + (0.0 if c.fp8_weights_cached else wk * n), m * n)
+        fwd_cast = (0.0 if after_norm and c.fp8_norm_casts else m * k) \
+            + (0.0 if c.fp8_weights_cached else wk * n)
+        fp8_casts(c, name, fwd_cast, m * n)
+        if c.fp8_rowwise:
+            fp8_rowwise_extra(c, name, fwd_cast, m * n, m * k + wk * n)
     if c.train:
         c.op(f"{name}.dgrad", "matmul", 2 * m * k * n, m * n * e + weights, m * k * e,
              shape=f"{int(m)}x{n} @ {n}x{k}", backward=True)
@@ -127,6 +132,28 @@ def fp8_casts(c: Ctx, name: str, fwd_elems: float, bwd_elems: float) -> None:
              shape=f"{int(fwd_elems)}")
     c.op(f"{name}.fp8_cast", "copy", bwd_elems, bwd_elems * c.e, 2 * bwd_elems,
          shape=f"{int(bwd_elems)}", backward=True)
+
+
+def fp8_rowwise_extra(c: Ctx, name: str, fwd_elems: float, bwd_elems: float,
+                      grad_out_elems: float) -> None:
+    """What torchao's row-wise FP8 recipe adds to the per-tensor casts of fp8_casts.
+
+    Each GEMM scales its operands along its own reduction axis, and the forward, dgrad and
+    wgrad GEMMs reduce a tensor along different axes. So input, weight and output gradient are
+    each quantized once per axis, each pass reading the 16-bit tensor again, where one
+    per-tensor scale lets a single cast-transpose serve both (torchao float8 config.py,
+    Float8LinearRecipeName.ROWWISE: AXISWISE casts of input, weight and grad_output). The two
+    backward GEMMs run without fast accumulation, for which torchao calls the per-tensor cuBLAS
+    kernel with unit scales and multiplies the row and column scales into the output after it
+    (torchao float8_ops.py addmm_float8_unwrapped, post_inverse_scale): one more read and
+    write of the dgrad and wgrad outputs."""
+    if fwd_elems:
+        c.op(f"{name}.fp8_cast_axis", "copy", fwd_elems, fwd_elems * c.e, 0.0,
+             shape=f"{int(fwd_elems)}")
+    c.op(f"{name}.fp8_cast_axis", "copy", bwd_elems, bwd_elems * c.e, 0.0,
+         shape=f"{int(bwd_elems)}", backward=True)
+    c.op(f"{name}.fp8_rescale", "elementwise", grad_out_elems, grad_out_elems * c.e,
+         grad_out_elems * c.e, shape=f"{int(grad_out_elems)}", backward=True)
 
 
 def elementwise(c: Ctx, name: str, elems: float, reads: float, saved: float = 0.0,

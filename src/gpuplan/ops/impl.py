@@ -85,6 +85,11 @@ class Impl:
     (Transformer Engine LayerNormLinear / Megatron-Core TELayerNormColumnParallelLinear: the norm
     takes the linear's input quantizer), so those linears have no separate input cast"""
 
+    fp8_rowwise: bool = False
+    """FP8 training with torchao's row-wise recipe (TrainConfig.fp8_recipe): each linear's
+    input, weight and output gradient quantized once per GEMM orientation, and the backward
+    GEMMs' outputs rescaled after them (blocks.fp8_rowwise_extra)"""
+
     def __post_init__(self) -> None:
         for name in ("dtype", "matmul_dtype", "weight_dtype", "kv_dtype", "grad_dtype"):
             value = getattr(self, name)
@@ -145,4 +150,5 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
                 fp8_norm_casts=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_norm_casts,
                 recompute_early_stop=cfg.behaviour.recompute_early_stop,
                 document_len=cfg.document_len,
-                fp8_blocks_only=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_blocks_only)
+                fp8_blocks_only=cfg.precision == "fp8-mixed" and cfg.behaviour.fp8_blocks_only,
+                fp8_rowwise=cfg.precision == "fp8-mixed" and cfg.fp8_recipe == "rowwise")

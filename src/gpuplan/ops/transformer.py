@@ -30,6 +30,7 @@ def phase_ctx(impl: Impl, phase: Phase, train: bool) -> Ctx:
                weight_bytes=impl.weight_bytes() if not train else e, fused=impl.fused,
                cpu=impl.target == "cpu", fp8_inputs=impl.fp8_quantized_inputs,
                fp8_weights_cached=impl.fp8_weights_cached, fp8_norm_casts=impl.fp8_norm_casts,
+               fp8_rowwise=impl.fp8_rowwise,
                head_dtype=impl.dtype if train and impl.fp8_blocks_only else None)
 
 

@@ -36,6 +36,11 @@ Recompute = Literal["none", "selective", "full"]
 Fsdp = Literal["none", "full", "hybrid"]
 Attention = Literal["flash", "naive"]
 TargetChoice = Literal["auto", "cpu", "cuda"]
+Fp8Recipe = Literal["tensorwise", "rowwise"]
+"""How FP8 training scales its tensors. tensorwise: one scale per tensor (Transformer Engine's
+delayed or current scaling, torchao's default), so a tensor's FP8 transpose reuses its scale;
+rowwise: torchao's axis-wise recipe, one scale per row along the GEMM's reduction axis, so each
+tensor is quantized once per GEMM orientation (torchao float8 config.py, ROWWISE)"""
 
 GiB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GiB)
@@ -52,6 +57,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
     "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32", "compute"),
     "grad_reduce_dtype": ("auto", "grad", "fp32"), "loss": ("auto", *get_args(LossKind)),
+    "fp8_recipe": get_args(Fp8Recipe),
 }
 
 
@@ -108,6 +114,8 @@ class TrainConfig:
     """tokens per document when each sequence packs several documents and attention stays
     within each (FlashAttention varlen with cu_seqlens, a document mask): the attention core
     then attends over the documents, not the whole sequence; None = one document per sequence"""
+    fp8_recipe: Fp8Recipe = "tensorwise"
+    """FP8 scaling recipe when precision is fp8-mixed (Fp8Recipe); ignored otherwise"""
     loss: str = "auto"
     """how the cross-entropy loss is computed, overriding the stack's (MemoryBehaviour.loss):
     fp32 (logits upcast, PyTorch cross_entropy on .float()), fused (one kernel keeps 16-bit
@@ -138,6 +146,9 @@ class TrainConfig:
             raise InputError("cuda_context_bytes", self.cuda_context_bytes, "bytes >= 0")
         if self.shard_size is not None:
             check_positive("shard_size", self.shard_size)
+        if self.fp8_recipe != "tensorwise" and self.precision != "fp8-mixed":
+            raise InputError("fp8_recipe", self.fp8_recipe,
+                             "tensorwise (the default) unless precision is fp8-mixed")
         if self.document_len is not None:
             check_positive("document_len", self.document_len)
             if self.document_len > self.seq_len:
@@ -197,7 +208,7 @@ class InferConfig:
 TRAIN_ONLY = ("global_batch", "precision", "optimizer", "zero", "fsdp", "dp", "pp", "cp", "ep",
               "sp", "virtual_stages", "recompute", "attention", "grad_dtype",
               "grad_reduce_dtype", "offload_optimizer", "dropout", "fused", "target", "loss",
-              "document_len")
+              "document_len", "fp8_recipe")
 """TrainConfig fields that an inference job has no use for"""
 
 _OPTION = {"sp": "--sequence-parallel", "grad_dtype": "--grad-fp32", "dropout": "--no-dropout"}
