@@ -1205,7 +1205,9 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "bloomberggpt-smp-a100-40gb-2303", "flm101b-megatron-a800-2309", "pythia-neox-a100-40gb-2304",
     "skywork-megatron-a800-2310", "starcoder-megatron-a100-2305",
     # the stop-15 set data16, scored once (...-data16-2026-12-02-stop15*.txt), promoted at stop 15
-    "vocabpar-megatron-a100-2411", "zerobubble-megatron-a100-2401"})
+    "vocabpar-megatron-a100-2411", "zerobubble-megatron-a100-2401",
+    # the stop-15 set data17, scored once (...-data17-2026-12-02-stop15*.txt), promoted at stop 15
+    "mosaicgpt-a100-40gb-2302", "mosaicgpt-a100-80gb-2302", "paddlenlp-a100-2311"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
