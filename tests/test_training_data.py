@@ -415,3 +415,29 @@ def test_flagperf_new_cases_layouts_fill_the_node(tr):
         assert t["global_batch"] == t["micro_batch"] * t["dp"] * ga, row["run_id"]
         if row["family"] == "flagperf-flagscale-a800-2311":
             assert ga == 9
+
+
+def test_issue_thread_rows_follow_from_their_logs_and_tables(tr):
+    """Megatron-LLaMA issue #27: value = global batch x 2048 / the logged iteration time / GPUs
+    (its training_log: max-position-embeddings x global batch / time / world size), and the
+    logged overall token/sec agrees; ATorch (dlrover PR #825): value = the table's hardware
+    TFLOP/s / F, F = 4L(8h^2 + 4sh + 6h·ffn) + 6hV FLOP a token (example_utils.py
+    compute_llama2_training_flops with gradient checkpointing), and HFU = TFLOP/s / 312."""
+    checked = 0
+    for _, row in _rows():
+        if not row["family"].startswith(("gh-issues-megatronllama-a100", "gh-pr-atorch-")):
+            continue
+        sec, value = _secondary(row), float(row["value"])
+        if row["family"] == "gh-issues-megatronllama-a100-2309":
+            tokens = int(row["global_batch"]) * int(row["seq_len"]) / (
+                sec["elapsed_ms_per_iter"] / 1e3)
+            assert value == pytest.approx(tokens / int(row["num_gpus"]), abs=0.1)
+            assert tokens == pytest.approx(sec["overall_tokens_per_s"], abs=1.0)
+        else:
+            m, s = tr.by_id(row["run_id"]).model, int(row["seq_len"])
+            h, ff = m.hidden_size, m.intermediate_size
+            per_token = 4 * m.num_layers * (8 * h * h + 4 * s * h + 6 * h * ff) + 6 * h * m.vocab_size
+            assert value == pytest.approx(sec["table_tflops_hw"] * 1e12 / per_token, abs=0.05)
+            assert sec["table_tflops_hw"] / 312 == pytest.approx(sec["hfu_pct"] / 100, abs=6e-4)
+        checked += 1
+    assert checked == 12
