@@ -1207,7 +1207,10 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     # the stop-15 set data16, scored once (...-data16-2026-12-02-stop15*.txt), promoted at stop 15
     "vocabpar-megatron-a100-2411", "zerobubble-megatron-a100-2401",
     # the stop-15 set data17, scored once (...-data17-2026-12-02-stop15*.txt), promoted at stop 15
-    "mosaicgpt-a100-40gb-2302", "mosaicgpt-a100-80gb-2302", "paddlenlp-a100-2311"})
+    "mosaicgpt-a100-40gb-2302", "mosaicgpt-a100-80gb-2302", "paddlenlp-a100-2311",
+    # the stop-15 set data18, scored once (...-data18-2026-12-02-stop15*.txt), promoted at stop 15
+    "gh-issues-megatronllama-a100-2309", "gh-issues-megatronllama-a800-2309",
+    "gh-pr-atorch-ds3d-a100-2311", "gh-pr-atorch-fsdp-a100-2311"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
