@@ -1210,7 +1210,17 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "mosaicgpt-a100-40gb-2302", "mosaicgpt-a100-80gb-2302", "paddlenlp-a100-2311",
     # the stop-15 set data18, scored once (...-data18-2026-12-02-stop15*.txt), promoted at stop 15
     "gh-issues-megatronllama-a100-2309", "gh-issues-megatronllama-a800-2309",
-    "gh-pr-atorch-ds3d-a100-2311", "gh-pr-atorch-fsdp-a100-2311"})
+    "gh-pr-atorch-ds3d-a100-2311", "gh-pr-atorch-fsdp-a100-2311",
+    # the stop-15 set data19, scored once (...-data19-2026-12-02-stop15*.txt), promoted at stop 15
+    "mlperf-v40-smc-h100-2406",
+    "mlperf-v50-coreweave-gb200-2506",
+    "mlperf-v50-nebius-h200-2506",
+    "mlperf-v51-cisco-h100-2511",
+    "mlperf-v51-dell-b200-2511",
+    "mlperf-v51-hpe-h200-2511",
+    "mlperf-v51-oracle-b200-2511",
+    "mlperf-v51-uf-b200-2511",
+    "mlperf-v51-verda-b200-2511"})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
