@@ -1226,7 +1226,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
 (...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 sets (...-data11-...-stop13*.txt,
 ...-data12-...) at stop 13, the stop-14 sets (...-data13-...-stop14*.txt, ...-data14-...,
-...-data15-...) at stop 14. Their rows are in data/training_calibration.csv after the earlier
+...-data15-...) at stop 14, the stop-15 sets (...-data16-...-stop15*.txt to ...-data19-...)
+at stop 15. Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
 
