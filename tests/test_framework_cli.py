@@ -296,14 +296,18 @@ def test_stated_overlaps_replace_the_profiles(capsys):
     assert "TP collectives 0% hidden" in grad["assumptions"]["overlap"]
 
 
+def _one_line_exit_2(argv: list[str], option: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *argv],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert option in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
+
+
 @pytest.mark.parametrize("extra", [["--overlap", "grad,foo"], ["--overlap", ","],
                                    ["--overlap", " "],
                                    ["--overlap", "grad", "--no-overlap"]])
 def test_bad_overlap_is_one_line_exit_2(extra):
-    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *OVERLAP_JOB, *extra],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2
-    assert "--overlap" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
+    _one_line_exit_2([*OVERLAP_JOB, *extra], "--overlap")
 
 
 def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
@@ -320,10 +324,7 @@ def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
 
 @pytest.mark.parametrize("extra", [["--fp8-recipe", "rowwise"], ["--fp8-recipe", "blockwise"]])
 def test_bad_fp8_recipe_is_one_line_exit_2(extra):
-    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *TRAIN, *extra],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2
-    assert "--fp8-recipe" in p.stderr and p.stderr.count("\n") == 1 and not p.stdout
+    _one_line_exit_2([*TRAIN, *extra], "--fp8-recipe")
 
 
 def test_every_training_estimate_states_its_held_out_error(capsys):
