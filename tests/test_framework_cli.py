@@ -320,6 +320,8 @@ def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
     assert row["memory"]["total_bytes"] == tensor["memory"]["total_bytes"]
     assert "rowwise scaling" in row["assumptions"]["fp8"]
     assert "tensorwise scaling" in tensor["assumptions"]["fp8"]
+    assert main([*job, "--fp8-recipe", "rowwise"]) == 0  # the table's notes name it too
+    assert "torchao row-wise" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("extra", [["--fp8-recipe", "rowwise"], ["--fp8-recipe", "blockwise"]])

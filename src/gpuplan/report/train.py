@@ -36,6 +36,7 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
                       + "; loss: " + r["assumptions"]["loss"]
                       + ("; " + r["assumptions"]["documents"]
                          if "documents" in r["assumptions"] else "")
+                      + ("; " + r["assumptions"]["fp8"] if "fp8" in r["assumptions"] else "")
                       + ". Efficiency: " + r["assumptions"]["efficiency"]["source"])
     t.add_row("step time", units.format_seconds(r["step_time_s"]))
     t.add_row("tokens / s", f"{r['tokens_per_s']:,.0f}")
