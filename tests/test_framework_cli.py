@@ -322,6 +322,8 @@ def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
     assert "tensorwise scaling" in tensor["assumptions"]["fp8"]
     assert main([*job, "--fp8-recipe", "rowwise"]) == 0  # the table's notes name it too
     assert "torchao row-wise" in " ".join(capsys.readouterr().out.split())
+    lora = _json(capsys, *job, "--fp8-recipe", "rowwise", "--finetune", "lora")
+    assert "rowwise scaling" in lora["assumptions"]["fp8"]  # LoRA's fp32 moments keep working
 
 
 @pytest.mark.parametrize("extra", [["--fp8-recipe", "rowwise"], ["--fp8-recipe", "blockwise"]])

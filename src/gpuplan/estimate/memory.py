@@ -548,7 +548,8 @@ def lora_states(m: ModelSpec, cfg: TrainConfig,
     """Frozen weights, adapters, their gradients and optimizer states on one GPU of `st`:
     optimizer moments as in full training without a master copy (adapters are trained in
     their own dtype)."""
-    moments = state_bytes_per_param(replace(cfg, precision="fp32"))["optimizer"]
+    moments = state_bytes_per_param(replace(cfg, precision="fp32", fp8_recipe="tensorwise"))[
+        "optimizer"]
     step = STEP_COUNTER_BYTES if cfg.optimizer in ("adam", "adamw") else 0.0
     return lora.state_bytes(m, cfg.lora, st, cfg.tp, DTYPE_BYTES[cfg.compute_dtype], moments,
                             step, cfg.zero_stage, cfg.shard_group)
