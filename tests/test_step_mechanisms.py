@@ -133,6 +133,22 @@ def test_megatron_hides_backward_tp_collectives_behind_wgrad(recompute, exposed)
     assert mega.comm_time_s == pytest.approx(serial.comm_time_s)
 
 
+@pytest.mark.parametrize(("recompute", "calls"), [("none", 4), ("full", 6)])
+def test_sequence_parallel_backward_gathers_output_gradients_exposed(recompute, calls):
+    """With SP each block's backward first all-gathers the output gradient (half an
+    all-reduce, synchronous), then re-gathers the input and reduce-scatters the input gradient
+    beside the GEMMs: per layer 2 exposed forward volumes (4 with full recompute), 1 exposed and
+    2 hidden backward ones; without the async backward all 4 (6) volumes DTensor-style."""
+    cfg = TrainConfig(micro_batch=1, seq_len=4096, dp=1, tp=8, sp=True, fused=True,
+                      global_batch=4, dropout=False, zero=1, recompute=recompute)
+    mega = _step("llama-3-8b", 8, cfg, "megatron-lm")
+    serial = _step("llama-3-8b", 8, cfg, "megatron-lm", tp_backward_overlap=False)
+    per_call = serial.breakdown["tp_comm"] / calls
+    assert mega.breakdown["tp_comm"] == pytest.approx((calls - 1) * per_call)
+    assert mega.comm_time_s == pytest.approx((calls + 1) * per_call)
+    assert serial.comm_time_s == pytest.approx(calls * per_call)
+
+
 def test_unfused_optimizer_moves_more_bytes():
     foundry = _step("llama-3-8b", 8, FSDP_JOB, "llm-foundry")
     fused = _step("llama-3-8b", 8, FSDP_JOB, "llm-foundry", fused_optimizer=True)

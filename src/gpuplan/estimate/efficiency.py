@@ -215,7 +215,7 @@ training kernels on 4 x A100 and 4 x H100 measured by Lee et al. 2025, "Characte
 Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114,
 abstract: 18.9% average, 40.0% maximum). A measurement, not fitted here."""
 
-END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.66, "megatron": 0.76}
+END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.66, "megatron": 0.74}
 """End-to-end factor for training steps (see Efficiency.end_to_end), one per stack class
 (Framework.end_to_end_class): 'megatron' = Megatron-LM / Megatron-Core / NeMo, which run
 Transformer Engine or apex fused kernels under their own schedules; 'pytorch' = the PyTorch-native
@@ -229,6 +229,8 @@ Engine's FP8 weight caching, PyTorch's early-stopped recomputation). Fitted 2026
 12) on the 62 calibration families on modelled devices; refitted at stop 15 on 116 of the 120
 (Megatron 0.74 -> 0.76 once the MLPerf submissions of data19 joined; the four on devices the
 catalog does not model are scored, not fitted: benchmarks/training_runs.NOT_FITTED_FAMILIES);
+refitted at stop 16 (Megatron 0.76 -> 0.74) once sequence parallelism's exposed backward
+all-gathers (estimate.step.SP_BACKWARD_GATHER) joined the mechanisms;
 with any one family left out they move by at most 0.02 (leave-one-family-out table in the
 README)."""
 TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]

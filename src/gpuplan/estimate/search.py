@@ -211,7 +211,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
         tab = tables[(g.tp, pp, g.ep)] = _stage_table(m, g.tp, pp, g.ep)
     compute = stage_compute(grp.prof.block_t, tab.layers, tab.sliding, tab.dense, tab.moe,
                             tab.emb, tab.head)
-    comm = stage_comm(tab.layers, tab.moe, tp_exposed_calls(g.recompute, eff.tp_backward_overlap),
+    comm = stage_comm(tab.layers, tab.moe, tp_exposed_calls(g.recompute, eff.tp_backward_overlap, g.sp),
                       grp.comm.tp_ar, grp.comm.a2a)
     i = int(np.argmax(compute + comm))
     coll = _plain(cluster, memo)
@@ -228,7 +228,8 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
          "cp_w": float(contention_weight(g.cp, max(1, gpn // g.tp), cluster)),
          "pp_w": float(contention_weight(2, pp_local(g.tp, dp, g.cp, gpn), cluster)),
          "tp_hidden": float(tab.layers[i]) * tp_hidden_per_layer(
-             g.recompute, grp.comm.tp_ar, grp.comm.tp_hidden, eff.tp_backward_overlap),
+             g.recompute, grp.comm.tp_ar, grp.comm.tp_hidden, eff.tp_backward_overlap,
+             g.sp),
          "t_p2p": coll("", "send_recv", grp.comm.act_bytes, 2, pp_local(g.tp, dp, g.cp, gpn))
          if pp > 1 else 0.0, "ar": ar, "rs": rs, "ag": ag, "rs3": rs3, "ag3": ag3}
     for name, st in (("first", tab.first), ("last", tab.last)):

@@ -48,7 +48,7 @@ def stage_compute(block_t: dict[str, float], layers: Array, sliding: Array, dens
     return t + embedding * block_t.get("embedding", 0.0) + head * block_t.get("head", 0.0)
 
 
-def stage_comm(layers: Array, moe: Array, ar_per_layer: int, tp_ar: float,
+def stage_comm(layers: Array, moe: Array, ar_per_layer: float, tp_ar: float,
                a2a: float) -> Array:
     """Exposed TP and EP collectives of one micro-batch on a stage: one TP all-reduce per
     attention and MLP block and pass (Shoeybi et al. 2019 §3), four all-to-alls (dispatch and
@@ -61,21 +61,39 @@ def tp_all_reduces_per_layer(recompute: str) -> int:
     return 2 * (3 if recompute == "full" else 2)
 
 
+SP_BACKWARD_GATHER = 0.5
+"""With sequence parallelism a block's backward starts with an all-gather of the output
+gradient (the adjoint of the forward reduce-scatter; Korthikanti et al. 2022 §4.2.2), half an
+all-reduce's volume, run synchronously before the row-parallel layer's dgrad GEMM
+(Megatron-LM _ReduceScatterToSequenceParallelRegion.backward; Transformer Engine's row-parallel
+Linear backward, gather_along_first_dim without async_op). The column-parallel backward then
+re-gathers its sequence-sharded input beside the dgrad GEMM and reduce-scatters the input
+gradient beside the wgrad GEMM (LinearWithGradAccumulationAndAsyncCommunication): one
+all-reduce's volume, hidden."""
+
+
 def tp_hidden_per_layer(recompute: str, tp_ar: float, tp_hidden: float,
-                        backward_overlap: bool) -> float:
+                        backward_overlap: bool, sp: bool = False) -> float:
     """Seconds of TP collectives per layer and micro-batch hidden behind GEMMs: each call's
     overlapped share (`tp_hidden`), and with `backward_overlap` the two backward input-gradient
     collectives (attention and MLP) whole, launched asynchronously beside the weight-gradient
     GEMMs (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication,
-    --async-tensor-model-parallel-allreduce, default on)."""
+    --async-tensor-model-parallel-allreduce, default on; with sequence parallelism the input
+    re-gather and the gradient reduce-scatter, SP_BACKWARD_GATHER, whose output-gradient
+    all-gathers add their own overlapped share)."""
     calls = tp_all_reduces_per_layer(recompute)
     bwd = 2 if backward_overlap else 0
-    return (calls - bwd) * tp_hidden + bwd * (tp_ar + tp_hidden)
+    gathers = 2 * SP_BACKWARD_GATHER if backward_overlap and sp else 0.0
+    return (calls - bwd + gathers) * tp_hidden + bwd * (tp_ar + tp_hidden)
 
 
-def tp_exposed_calls(recompute: str, backward_overlap: bool) -> int:
-    """TP collectives per layer on the critical path (tp_hidden_per_layer)."""
-    return tp_all_reduces_per_layer(recompute) - (2 if backward_overlap else 0)
+def tp_exposed_calls(recompute: str, backward_overlap: bool, sp: bool = False) -> float:
+    """TP collectives per layer on the critical path, in all-reduce volumes
+    (tp_hidden_per_layer); with `backward_overlap` and sequence parallelism the two blocks'
+    output-gradient all-gathers stay exposed (SP_BACKWARD_GATHER)."""
+    if not backward_overlap:
+        return float(tp_all_reduces_per_layer(recompute))
+    return tp_all_reduces_per_layer(recompute) - 2 + (2 * SP_BACKWARD_GATHER if sp else 0.0)
 
 
 def pipeline_time(n_micro: Array, t_mb: Array, pp: Array, v: Array) -> Array:

@@ -376,7 +376,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         return ct.time_s
 
     gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_overlap(cfg.sp, cfg.tp))
-    ar_layer = tp_exposed_calls(cfg.recompute, eff.tp_backward_overlap)
+    ar_layer = tp_exposed_calls(cfg.recompute, eff.tp_backward_overlap, cfg.sp)
     sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
     compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
                              st.moe_layers, float(st.has_embedding), float(st.has_head))
@@ -412,7 +412,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
     tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(
-        cfg.recompute, gc.tp_ar, gc.tp_hidden, eff.tp_backward_overlap)
+        cfg.recompute, gc.tp_ar, gc.tp_hidden, eff.tp_backward_overlap, cfg.sp)
     slow = float(overlap_slowdown(contended_hidden(
         cfg, cluster, cp_total - cp_exposed, pp_total - pp_exposed, dp_total - dp_exposed,
         tp_hidden), eff.overlap_slowdown))
