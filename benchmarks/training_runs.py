@@ -899,6 +899,10 @@ _FLAGPERF_LLAMA3 = ("FlagOpen/FlagPerf @8badef22 training/benchmarks/llama3_%s/m
 _NANOTRON_BENCH = ("huggingface/nanotron @2411b02 scripts/scaling_benchmarks.py model_configs "
                    "(1B/3B/8B/70B: layers, hidden, heads, ffn), vocab 131072, MHA, tied below ffn 10000")
 
+_GCP_NEMO = ("AI-Hypercomputer/gpu-recipes NeMo 24.07 configs (%s): Llama 3%s shapes with "
+             "tokenizer GPT2BPETokenizer (50257) padded to make_vocab_size_divisible_by 128 x TP = "
+             "%d, normalization rmsnorm, bias false, fast-swiglu, rope, "
+             "share_embeddings_and_output_weights false")
 LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
     "tinyllama-1.1b": (32000, 2048, 22, 32, 4, 5632, False, False,
                        "jzhang38/TinyLlama @bf12224 lit_gpt/config.py 'tiny_LLaMA_1b'"),
@@ -958,6 +962,16 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                     "Qwen Team 2024 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1 (14B: "
                     "48 layers, 40/8 heads, untied); Qwen/Qwen2.5-14B config.json as copied in "
                     "public code (hidden 5120, ffn 13824, vocab 152064, attention_bias on q/k/v)"),
+    "gcp-nemo-llama3-70b-v50688": (50688, 8192, 80, 64, 8, 28672, False, False, _GCP_NEMO % (
+        "@24ba6df src/frameworks/nemo-configs/llama3-70b-fp8.yaml, @3a1db07 "
+        "llama3.1-70b-256gpus-bf16.yaml", " 70B", 50688)),
+    "gcp-nemo-llama3-70b-v50432": (50432, 8192, 80, 64, 8, 28672, False, False, _GCP_NEMO % (
+        "@7fa4518 src/frameworks/a3ultra/nemo-configs/llama-3.1-70b-256gpus-a3ultra-fp8.yaml",
+        " 70B", 50432)),
+    "gcp-nemo-llama31-405b-kv16-v51200": (51200, 16384, 126, 128, 16, 53248, False, False,
+                                          _GCP_NEMO % (
+        "@1a3020b src/frameworks/a3ultra/nemo-configs/llama-3.1-405b-576gpus-a3ultra-fp8.yaml; "
+        "num_query_groups 16 as the config states, not Llama 3.1's 8", ".1 405B", 51200)),
 }
 ALIBI_LLAMA_LIKE: frozenset[str] = frozenset({"baichuan2-13b"})
 """LLAMA_LIKE decoders with ALiBi in place of RoPE: no position parameters, a fixed bias added to
@@ -991,6 +1005,10 @@ parameters a layer), vocab 65024, untied.
 Baichuan2-13B: MHA (40 heads), SwiGLU ffn 13696, RMSNorm, ALiBi (ALIBI_LLAMA_LIKE), vocab 125696,
 an untied output layer whose rows are normalised each step (NormHead, elementwise, not
 represented), no linear biases; 13.9B parameters.
+Google Cloud gpu-recipes NeMo 24.07 Llama 3 / 3.1 recipes (gcp-nemo-*): the Llama shapes run with
+the GPT-2 BPE tokenizer their configs name (GPT2BPETokenizer, mock or Wikipedia-GPT2 data), so
+vocab 50257 padded to 128 x TP (TP2 50432, TP4 50688, TP8 51200), untied; the 405B config states
+16 query groups (Llama 3.1 405B has 8), kept as stated.
 MLPerf Llama 3.1 405B: the Llama 3.1 405B decoder with the Mixtral 8x22B tokenizer in place of
 Llama 3's 128256-token one (the benchmark's only change), vocab 32768 (a multiple of 128 x TP 8,
 no padding), untied.
