@@ -1238,14 +1238,19 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "mlperf-v51-hpe-h200-2511",
     "mlperf-v51-oracle-b200-2511",
     "mlperf-v51-uf-b200-2511",
-    "mlperf-v51-verda-b200-2511"})
+    "mlperf-v51-verda-b200-2511",
+    # the stop-16 sets, scored once (...-data2{0,1}-2026-12-02-stop16*.txt), promoted at stop 16
+    "nemo-launcher-h100-2406", "gcp-recipes-a3mega-h100-2410", "gcp-recipes-a3ultra-h200-2412",
+    "awsome-torchtitan-h100-2503",
+})
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
 11, those scored at stop 11 (...-fresh-2026-12-01-stop11*.txt, ...-fresh2-...) and at stop 12
 (...-data8-2026-12-02-stop12*.txt) at stop 12, the stop-13 sets (...-data11-...-stop13*.txt,
 ...-data12-...) at stop 13, the stop-14 sets (...-data13-...-stop14*.txt, ...-data14-...,
 ...-data15-...) at stop 14, the stop-15 sets (...-data16-...-stop15*.txt to ...-data19-...)
-at stop 15. Their rows are in data/training_calibration.csv after the earlier
+at stop 15, the stop-16 sets (...-data20-...-stop16*.txt, ...-data21-...) at stop 16.
+Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
 

@@ -238,19 +238,20 @@ TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 
 
 HELD_OUT_ERROR_BY_STACK: dict[str, tuple[float, float, int]] = {
-    "pytorch": (8.3, 22.0, 344), "megatron": (7.8, 25.1, 389)}
+    "pytorch": (8.2, 22.0, 346), "megatron": (6.8, 22.2, 404)}
 """Per stack class: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family (source x device) left out of
 the end-to-end fit (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-02-stop15.txt; families on device configurations the
+benchmarks/results/training-lofo-2026-12-02-stop16.txt; families on device configurations the
 catalog does not model excluded): what a run from a source the model has not seen can expect."""
 HELD_OUT_ERROR_SOURCE = ("leave-one-family-out over the published training runs of the "
-                         "calibration set (benchmarks/results/training-lofo-2026-12-02-stop15.txt)")
-FRESH_HOLDOUT_ERROR: tuple[float, float, int] = (7.9, 28.2, 91)
+                         "calibration set (benchmarks/results/training-lofo-2026-12-02-stop16.txt)")
+FRESH_HOLDOUT_ERROR: tuple[float, float, int] = (7.2, 23.7, 106)
 """(median, p90) |error| % of tokens/s and the run count of the A100/H100 runs in the fresh
-hold-out sets of the last two stops, each scored once with the model of its day (stop 14:
+hold-out sets of the last three stops, each scored once with the model of its day (stop 14:
 benchmarks/results/training-validation-data1{3,4,5}-2026-12-02-stop14-rows.txt; stop 15:
-...-data1{6,7,8,9}-2026-12-02-stop15-rows.txt): its tail is longer than the
+...-data1{6,7,8,9}-2026-12-02-stop15-rows.txt; stop 16:
+...-data2{0,1}-2026-12-02-stop16-rows.txt): its tail is longer than the
 leave-one-family-out figure's, because new sources bring stacks the calibration set lacks;
 printed beside it so neither is read alone."""
 
@@ -263,7 +264,7 @@ def held_out_accuracy(stack_class: str) -> dict[str, object]:
     return {"stack_class": stack_class, "median_abs_error_pct": median,
             "p90_abs_error_pct": p90, "rows": rows, "basis": HELD_OUT_ERROR_SOURCE,
             "fresh_holdout": {"median_abs_error_pct": f_med, "p90_abs_error_pct": f_p90,
-                              "rows": f_rows, "basis": "A100/H100 runs of the stop-14 and stop-15 "
+                              "rows": f_rows, "basis": "A100/H100 runs of the stop-14 to stop-16 "
                               "hold-out sets, every stack, each scored once (README)"}}
 
 
