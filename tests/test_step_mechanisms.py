@@ -147,6 +147,9 @@ def test_sequence_parallel_backward_gathers_output_gradients_exposed(recompute, 
     assert mega.breakdown["tp_comm"] == pytest.approx((calls - 1) * per_call)
     assert mega.comm_time_s == pytest.approx((calls + 1) * per_call)
     assert serial.comm_time_s == pytest.approx(calls * per_call)
+    assert "output-gradient all-gathers of sequence parallelism exposed" in \
+        mega.assumptions["overlap"]
+    assert "output-gradient" not in serial.assumptions["overlap"]
 
 
 def test_unfused_optimizer_moves_more_bytes():

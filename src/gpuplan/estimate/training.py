@@ -447,6 +447,15 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     return res
 
 
+def _tp_backward_note(cfg: TrainConfig, eff: Efficiency) -> str:
+    """What the async backward TP overlap hides (estimate.step.tp_exposed_calls)."""
+    if cfg.tp == 1 or not eff.tp_backward_overlap:
+        return ""
+    return (", backward input-gradient collectives beside the weight-gradient GEMMs"
+            + (" (the output-gradient all-gathers of sequence parallelism exposed)"
+               if cfg.sp else ""))
+
+
 def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: bool,
                  dtype: str) -> dict[str, Any]:
     return {
@@ -457,7 +466,8 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
                     "gathers overlap each micro-batch as far as the prefetch reaches; CP "
                     "overlaps attention; ZeRO-1/2 parameter gather "
                     f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
-                    f"TP collectives {eff.tp_overlap(cfg.sp, cfg.tp):.0%} hidden; EP exposed")
+                    f"TP collectives {eff.tp_overlap(cfg.sp, cfg.tp):.0%} hidden"
+                    f"{_tp_backward_note(cfg, eff)}; EP exposed")
                    if overlap else "none: every collective exposed",
         "links": {"scale_up": cluster.scale_up.model_dump(),
                   "scale_out": cluster.scale_out.model_dump()},
