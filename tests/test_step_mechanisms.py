@@ -14,6 +14,7 @@ from gpuplan.estimate.efficiency import (
     training_efficiency,
 )
 from gpuplan.estimate.roofline import op_time
+from gpuplan.estimate.search import search
 from gpuplan.estimate.step import (
     OPTIMIZER_BYTES_PER_PARAM,
     UNFUSED_OPTIMIZER_BYTES_PER_PARAM,
@@ -150,6 +151,22 @@ def test_sequence_parallel_backward_gathers_output_gradients_exposed(recompute, 
     assert "output-gradient all-gathers of sequence parallelism exposed" in \
         mega.assumptions["overlap"]
     assert "output-gradient" not in serial.assumptions["overlap"]
+
+
+def test_search_times_sequence_parallel_layouts_as_step_time_does():
+    """The vectorised search sums the same exposed backward gathers (megatron-lm keeps the
+    async backward TP overlap): its fast estimate of every ranked SP layout equals step_time."""
+    m, d = get_model("llama-3-8b"), get_device("h100")
+    eff = framework_efficiency(d, get_framework("megatron-lm"))
+    base = TrainConfig(micro_batch=1, seq_len=4096, global_batch=64, fused=True,
+                       dropout=False, sp=True)
+    r = search(m, default_cluster(d, 16), base, top=40, efficiency=eff)
+    sp_rows = [(cfg, step, fast) for (cfg, step), fast in zip(r.ranked, r.fast_estimates,
+                                                             strict=True)
+               if cfg.sp and cfg.tp > 1]
+    assert sp_rows
+    for _cfg, step, fast in sp_rows:
+        assert fast[0] == pytest.approx(step.step_time_s, rel=1e-12)
 
 
 def test_unfused_optimizer_moves_more_bytes():
