@@ -139,7 +139,7 @@ def _draw_old(rng: random.Random, folder: str) -> tuple[list[str], str, bool]:
         cmd = rng.choice(["memory", "train", "roofline", "flops", "models"])
         return [cmd, rng.choice(BAD_TEXT)], "model", False
     if roll < 0.8:
-        return ["memory", rng.choice(MODELS), "--gpu", rng.choice(BAD_TEXT)], "device", False
+        return ["memory", rng.choice(MODELS), "--gpu", rng.choice(BAD_TEXT)], "--gpu", False
     if roll < 0.9:
         path = _random_file(rng, folder)
         if path.endswith(".toml"):
