@@ -355,7 +355,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
     from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
 
     text = (Path(__file__).parents[1] / "benchmarks" / "results" /
-            "training-lofo-2026-12-02-stop16.txt").read_text()
+            "training-lofo-2026-12-02-stop17.txt").read_text()
     found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
         r"LOFO rows, stack class (\w+) \(families on modelled devices\): (\d+) rows, median "
         r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
@@ -364,7 +364,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
 
 def test_the_fresh_holdout_error_is_the_scored_sets():
     """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
-    rows of the nine hold-out files scored at stops 14 to 16: their median and 90th percentile
+    rows of the ten hold-out files scored at stops 14 to 17: their median and 90th percentile
     |error|."""
     import csv
     import re
@@ -377,9 +377,11 @@ def test_the_fresh_holdout_error_is_the_scored_sets():
     with (root / "data" / "training_calibration.csv").open() as f:
         device = {r["run_id"]: r["device"] for r in csv.DictReader(f)}
     errs = []
-    for n, stop in ((13, 14), (14, 14), (15, 14), (16, 15), (17, 15), (18, 15), (19, 15),
-                    (20, 16), (21, 16)):
-        text = root / "results" / f"training-validation-data{n}-2026-12-02-stop{stop}-rows.txt"
+    sets = [f"data{n}-2026-12-02-stop{stop}" for n, stop in (
+        (13, 14), (14, 14), (15, 14), (16, 15), (17, 15), (18, 15), (19, 15), (20, 16),
+        (21, 16))] + ["data22to24-2026-12-02-stop17"]
+    for name in sets:
+        text = root / "results" / f"training-validation-{name}-rows.txt"
         for run, err in re.findall(r"^(\S+)\s+(?:tokens_per_sec_per_gpu|tflops_per_gpu)\b.*?"
                                    r"\s([+-]\d+\.\d)\s+[+-]\d+\.\d", text.read_text(), re.M):
             if device[run].startswith(("A100", "H100")):
