@@ -113,7 +113,7 @@ def test_every_framework_profile_loads_and_is_sourced():
 
 @pytest.mark.parametrize(("layout", "stack"), [
     ({}, "hf"), ({"dp": 8, "zero": 1}, "deepspeed"), ({"dp": 8, "zero": 2}, "deepspeed"),
-    ({"dp": 8, "fsdp": "full"}, "fsdp"), ({"dp": 8, "zero": 3}, "fsdp"),
+    ({"dp": 8, "fsdp": "full"}, "fsdp"), ({"dp": 8, "zero": 3}, "deepspeed"),
     ({"tp": 2}, "megatron"), ({"pp": 2}, "megatron"), ({"cp": 2}, "megatron"),
     ({"tp": 2, "fsdp": "full"}, "fsdp"), ({"pp": 4, "cp": 2, "fsdp": "full"}, "fsdp"),
     ({"tp": 2, "zero": 3}, "megatron"), ({"sp": True, "tp": 2}, "megatron"),

@@ -182,7 +182,7 @@ def test_train_search_and_scaling_json(capsys):
 
 def test_search_rows_rerun_by_train_equal_under_the_auto_stack(capsys):
     """No --framework: each searched layout is timed as the stack its layout implies
-    (TP/SP -> megatron, ZeRO-3 -> fsdp, ...), exactly as `train` times that layout."""
+    (TP/SP -> megatron, --zero 3 -> deepspeed, ...), exactly as `train` times that layout."""
     r = run_json(capsys, "train", "llama-3-8b", "--gpus", "16", "--global-batch", "128",
                  "--search", "--top", "4")
     # the base job (plain data parallel) is hf's; model-parallel rows are re-timed as megatron

@@ -141,8 +141,8 @@ def register(app: typer.Typer) -> None:
             "--framework", help="training stack profile: megatron (NVIDIA's recipes: every "
             "overlap on), megatron-lm (Megatron-LM's own defaults: no overlap flags), nemo, "
             "fsdp (torchtitan/FSDP2), deepspeed, llm-foundry, hf, or auto (default: inferred "
-            "from the layout: FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, ZeRO-3 -> fsdp, "
-            "ZeRO-1/2 -> deepspeed, else hf): kernels, attention, overlap")] = None,
+            "from the layout: FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, --zero 1-3 -> "
+            "deepspeed, else hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
         as_json: JsonOpt = False,

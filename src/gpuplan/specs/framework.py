@@ -24,7 +24,7 @@ DEFAULT_FRAMEWORK = "auto"
 because the layout says which stacks can run it: FSDP, with or without TP/PP/CP -> fsdp
 (PyTorch FSDP; torchtitan composes it with them); other tensor, pipeline, sequence, context
 or expert parallelism -> megatron (Megatron-LM/Megatron-Core/NeMo are the stacks that run
-them); ZeRO-3 alone -> fsdp; ZeRO-1/2 alone -> deepspeed; plain data parallel -> hf (eager
+them); a ZeRO stage alone (--zero 1-3) -> deepspeed; plain data parallel -> hf (eager
 PyTorch DDP). The kernels the user states (`--fused`) are kept; the memory behaviour
 of a named stack is applied only when the user names it."""
 
@@ -171,14 +171,13 @@ def auto_framework(cfg: TrainConfig) -> tuple[str, str]:
     """(profile name, why) for a job whose stack is not named (DEFAULT_FRAMEWORK): what the
     layout implies. FSDP, alone or with TP/PP/CP (torchtitan composes FSDP2 with them; metaseq
     and Meta's LLaMA code pair FSDP with Megatron TP) -> fsdp; other model parallelism
-    (TP/PP/SP/CP/EP) -> megatron; ZeRO-3 -> fsdp; ZeRO-1/2 -> deepspeed; plain data parallel
-    -> hf."""
+    (TP/PP/SP/CP/EP) -> megatron; a ZeRO stage named as such (--zero 1-3, not --fsdp) ->
+    deepspeed, whose name for it that is (ZeRO-3 stated as --fsdp is PyTorch FSDP, above);
+    plain data parallel -> hf."""
     if cfg.zero_stage == 3 and cfg.fsdp != "none":
         return "fsdp", "auto: FSDP layout (torchtitan composes FSDP2 with TP, PP and CP)"
     if cfg.tp > 1 or cfg.pp > 1 or cfg.sp or cfg.cp > 1 or cfg.ep > 1:
         return "megatron", "auto: tensor/pipeline/sequence/context/expert parallel layout"
-    if cfg.zero_stage == 3:
-        return "fsdp", "auto: fully sharded data parallel (ZeRO-3/FSDP) layout"
     if cfg.zero_stage > 0:
         return "deepspeed", f"auto: ZeRO-{cfg.zero_stage} data parallel layout"
     return "hf", "auto: plain data parallel layout"
