@@ -2,8 +2,9 @@
 
 The constants are the end-to-end factors (gpuplan.estimate.efficiency.END_TO_END_BY_STACK):
 the share of the kernel ceilings that matmul and attention ops realise inside a whole training
-step, one per stack class (Framework.end_to_end_class: 'megatron' for Megatron-LM/Megatron-Core/
-NeMo, 'pytorch' for the PyTorch-native stacks). Every other efficiency comes from a sourced
+step, one per stack class (efficiency.stack_class: 'megatron' for Megatron-LM/Megatron-Core/
+NeMo, 'megatron-lm-hopper' for Megatron-LM launched with its own defaults on NVIDIA GPUs with FP8
+tensor cores, 'pytorch' for the PyTorch-native stacks). Every other efficiency comes from a sourced
 mechanism (device ceilings, GEMM quantization, attention kernel tables, framework overlaps).
 
 Objective: the median |error| over the class's calibration rows, ties broken by their 90th
@@ -33,13 +34,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from training_runs import CALIBRATION_FAMILIES, NOT_FITTED_FAMILIES, RUNS
+from training_runs import CALIBRATION_FAMILIES, NOT_FITTED_FAMILIES, RUNS, run_device
 from validate_training import Row, _percentile, run_all, split_of
 
+from gpuplan.estimate.efficiency import stack_class
 from gpuplan.specs.framework import get_framework
 
-CLASSES: tuple[str, ...] = ("pytorch", "megatron")
-"""stack classes (gpuplan.specs.framework.Framework.end_to_end_class)"""
+CLASSES: tuple[str, ...] = ("pytorch", "megatron", "megatron-lm-hopper")
+"""stack classes (gpuplan.estimate.efficiency.stack_class of a row's profile and device)"""
 
 GRID: tuple[float, ...] = tuple(round(0.50 + 0.02 * i, 2) for i in range(26))  # 0.50 .. 1.00
 """Candidate end-to-end factors."""
@@ -50,15 +52,15 @@ ErrorTable = dict[float, dict[str, list[float]]]
 
 
 @functools.cache
-def _class_of(framework: str) -> str:
-    return get_framework(framework).end_to_end_class
+def _class_of(framework: str, device: str) -> str:
+    return stack_class(get_framework(framework).end_to_end_class, run_device(device))
 
 
 def _family_errors(rows: list[Row], cls: str | None = None) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for r in rows:
         if r.metric.primary and r.error_pct is not None and (
-                cls is None or _class_of(r.run.framework) == cls):
+                cls is None or _class_of(r.run.framework, r.run.device) == cls):
             out.setdefault(r.run.family, []).append(abs(r.error_pct))
     return out
 

@@ -14,6 +14,7 @@ from gpuplan.estimate.comm import collective_time
 from gpuplan.estimate.efficiency import (
     auto_retime,
     framework_efficiency,
+    stack_class,
     training_efficiency,
 )
 from gpuplan.estimate.efficiency_attention import ATTENTION_PRIOR, attention_ceiling
@@ -194,16 +195,19 @@ def test_unoverlapped_gradient_reduction_is_exposed_in_full():
 
 def test_megatron_lm_defaults_overlap_nothing_the_recipes_overlap():
     """The megatron-lm profile is Megatron-LM's argument defaults: no --overlap-grad-reduce,
-    --overlap-param-gather or --tp-comm-overlap; its kernels are the megatron profile's."""
+    --overlap-param-gather or --tp-comm-overlap; its kernels are the megatron profile's, and
+    its end-to-end class the megatron one except on FP8 GPUs (efficiency.stack_class)."""
     h100 = get_device("h100")
     own, recipe = get_framework("megatron-lm"), get_framework("megatron")
     eff = framework_efficiency(h100, own)
     assert not eff.grad_reduce_overlap and not eff.param_gather_overlap
     assert eff.tp_overlap(sp=True, tp=8) == 0.0
     assert framework_efficiency(h100, recipe).tp_overlap(sp=True, tp=8) == pytest.approx(7 / 8)
-    assert (own.fused, own.attention_kernel, own.grad_dtype, own.data_parallel,
-            own.end_to_end_class) == (recipe.fused, recipe.attention_kernel, recipe.grad_dtype,
-                                       recipe.data_parallel, recipe.end_to_end_class)
+    assert (own.fused, own.attention_kernel, own.grad_dtype, own.data_parallel) == (
+        recipe.fused, recipe.attention_kernel, recipe.grad_dtype, recipe.data_parallel)
+    a100 = get_device("a100-sxm-80gb")
+    assert stack_class(own.end_to_end_class, a100) == stack_class(recipe.end_to_end_class, a100)
+    assert stack_class(own.end_to_end_class, h100) != stack_class(recipe.end_to_end_class, h100)
 
 
 # ---- topology ---------------------------------------------------------------------------------

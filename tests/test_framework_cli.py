@@ -37,6 +37,29 @@ def test_train_names_the_framework_profile(capsys):
     assert foundry["assumptions"]["efficiency"]["end_to_end"] == END_TO_END_BY_STACK["pytorch"]
 
 
+def test_megatron_lm_defaults_are_their_own_class_on_fp8_gpus(capsys):
+    """Megatron-LM launched with its own defaults (profile megatron-lm) realises the
+    megatron-lm-hopper factor on NVIDIA GPUs with FP8 tensor cores and the megatron one on
+    older GPUs; NVIDIA's recipes (profile megatron) keep the megatron factor everywhere."""
+    from gpuplan.estimate.efficiency import framework_efficiency, stack_class
+    from gpuplan.specs.catalog import get_device
+    from gpuplan.specs.framework import get_framework
+
+    lm, nv = get_framework("megatron-lm"), get_framework("megatron")
+    h100, h200, a100, mi300 = (get_device(n) for n in ("h100", "h200", "a100-sxm-80gb",
+                                                        "mi300x"))
+    assert [stack_class(lm.end_to_end_class, d) for d in (h100, h200, a100, mi300)] == [
+        "megatron-lm-hopper", "megatron-lm-hopper", "megatron", "megatron"]
+    assert framework_efficiency(h100, lm).end_to_end == END_TO_END_BY_STACK["megatron-lm-hopper"]
+    assert framework_efficiency(a100, lm).end_to_end == END_TO_END_BY_STACK["megatron"]
+    assert framework_efficiency(h100, nv).end_to_end == END_TO_END_BY_STACK["megatron"]
+    assert END_TO_END_BY_STACK["megatron-lm-hopper"] < END_TO_END_BY_STACK["megatron"]
+    lm_run = _json(capsys, *TRAIN, "--framework", "megatron-lm")
+    nv_run = _json(capsys, *TRAIN, "--framework", "megatron")
+    assert "megatron-lm-hopper stack class" in lm_run["assumptions"]["efficiency"]["source"]
+    assert lm_run["step_time_s"] > nv_run["step_time_s"]
+
+
 def test_train_default_framework_is_stated(capsys):
     r = _json(capsys, *TRAIN)  # FSDP layout, no --framework: auto picks fsdp and says why
     fw = r["assumptions"]["framework"]
@@ -260,8 +283,9 @@ def test_megatron_lm_exposes_what_the_recipes_overlap(capsys):
     """Llama 3 8B on 4 nodes, TP 2 with sequence parallelism: Megatron-LM launched without its
     overlap flags (megatron-lm) leaves the gradient reduce-scatter, parameter gather and forward
     TP collectives exposed, so its step is slower than the recipe's (megatron) at the same
-    memory and compute; the assumptions say which."""
-    job = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "32", "--tp", "2",
+    memory and compute; the assumptions say which. On an A100, where both are of the megatron
+    class (on FP8 GPUs megatron-lm's compute is slower too: the test above)."""
+    job = ["train", "llama-3-8b", "--gpu", "a100-sxm-80gb", "--gpus", "32", "--tp", "2",
            "--sequence-parallel", "--seq-len", "8192", "--global-batch", "64"]
     own = _json(capsys, *job, "--framework", "megatron-lm")
     recipe = _json(capsys, *job, "--framework", "megatron")
@@ -274,13 +298,14 @@ def test_megatron_lm_exposes_what_the_recipes_overlap(capsys):
     assert "TP collectives 50% hidden" in recipe["assumptions"]["overlap"]
 
 
-OVERLAP_JOB = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "32", "--tp", "2",
+OVERLAP_JOB = ["train", "llama-3-8b", "--gpu", "a100-sxm-80gb", "--gpus", "32", "--tp", "2",
                "--sequence-parallel", "--seq-len", "8192", "--global-batch", "64"]
 
 
 def test_stated_overlaps_replace_the_profiles(capsys):
     """--overlap names what a launch script turns on: 'none' on the recipe profile is exactly
-    Megatron-LM's own defaults (megatron-lm), and all three on megatron-lm are the recipe's;
+    Megatron-LM's own defaults (megatron-lm), and all three on megatron-lm are the recipe's
+    (on an A100: on FP8 GPUs the two profiles are of different end-to-end classes);
     the assumptions say they were stated."""
     none = _json(capsys, *OVERLAP_JOB, "--framework", "megatron", "--overlap", "none")
     own = _json(capsys, *OVERLAP_JOB, "--framework", "megatron-lm")
@@ -336,8 +361,12 @@ def test_every_training_estimate_states_its_held_out_error(capsys):
     error (HELD_OUT_ERROR_BY_STACK), megatron's for a Megatron job, pytorch's for FSDP."""
     from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
 
-    for stack, cls in (("megatron-lm", "megatron"), ("fsdp", "pytorch")):
-        acc = _json(capsys, *PLAIN, "--framework", stack)["assumptions"]["accuracy"]
+    for stack, gpu, cls in (("megatron", "h100", "megatron"), ("fsdp", "h100", "pytorch"),
+                            ("megatron-lm", "h100", "megatron-lm-hopper"),
+                            ("megatron-lm", "a100-sxm-80gb", "megatron")):
+        argv = [*PLAIN, "--framework", stack]
+        argv[argv.index("--gpu") + 1] = gpu
+        acc = _json(capsys, *argv)["assumptions"]["accuracy"]
         median, p90, rows = HELD_OUT_ERROR_BY_STACK[cls]
         assert (acc["stack_class"], acc["median_abs_error_pct"], acc["p90_abs_error_pct"],
                 acc["rows"]) == (cls, median, p90, rows)
@@ -357,7 +386,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
     text = (Path(__file__).parents[1] / "benchmarks" / "results" /
             "training-lofo-2026-12-02-stop17.txt").read_text()
     found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
-        r"LOFO rows, stack class (\w+) \(families on modelled devices\): (\d+) rows, median "
+        r"LOFO rows, stack class ([\w-]+) \(families on modelled devices\): (\d+) rows, median "
         r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
     assert found == HELD_OUT_ERROR_BY_STACK
 

@@ -152,6 +152,7 @@ def register(app: typer.Typer) -> None:
             auto_retime,
             framework_efficiency,
             held_out_accuracy,
+            stack_class,
         )
         from gpuplan.estimate.train_result import estimate_train
         from gpuplan.specs.catalog import get_device, get_model
@@ -197,7 +198,8 @@ def register(app: typer.Typer) -> None:
                              overlap=not no_overlap, efficiency=eff, scaling=scaling,
                              profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
-        res.extra_assumptions["accuracy"] = held_out_accuracy(fw.end_to_end_class)
+        res.extra_assumptions["accuracy"] = held_out_accuracy(
+            stack_class(fw.end_to_end_class, d))
         if sharding:
             res.extra_assumptions["sharding"] = sharding
         r = res.to_json()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.estimate.efficiency import Efficiency, auto_retime, held_out_accuracy
+from gpuplan.estimate.efficiency import Efficiency, auto_retime, held_out_accuracy, stack_class
 from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.memory import TrainConfig, train_memory
 from gpuplan.estimate.plan_defaults import (
@@ -77,7 +77,8 @@ def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs,
                          price["usd_per_gpu_hour"], efficiency=eff, price=price)
     if framework is not None:
         out.extra_assumptions["framework"] = framework
-        out.extra_assumptions["accuracy"] = held_out_accuracy(framework["end_to_end_class"])
+        out.extra_assumptions["accuracy"] = held_out_accuracy(
+            stack_class(framework["end_to_end_class"], d))
     return out
 
 

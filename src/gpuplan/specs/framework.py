@@ -72,9 +72,10 @@ class Framework:
     """how the stack shards data-parallel state when the job names no --zero/--fsdp: replicated
     (torch DDP), zero1 (a distributed optimizer: optimizer states and the gradient reduction
     sharded, Megatron-Core's), fsdp (full sharding of weights, gradients and states)"""
-    end_to_end_class: Literal["pytorch", "megatron"] = "pytorch"
+    end_to_end_class: Literal["pytorch", "megatron", "megatron-lm"] = "pytorch"
     """which fitted end-to-end factor the stack's steps realise
-    (estimate.efficiency.END_TO_END_BY_STACK)"""
+    (estimate.efficiency.END_TO_END_BY_STACK, through estimate.efficiency.stack_class, which
+    also looks at the device)"""
     chosen_by: str = ""
     """how the profile was chosen when the user named none (auto_framework); '' = named"""
     named_as: str = ""
