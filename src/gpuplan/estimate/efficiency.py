@@ -243,7 +243,8 @@ by leave-one-family-out on calibration (benchmarks/results/
 split-megatron-lm-hopper-2026-12-02-stop17.txt: median over families 9.30 -> 8.96 %, pooled
 left-out rows 7.54 / 23.71 -> 7.34 / 22.73 %; a class of its own for megatron-lm on every device,
 or one per class and GPU generation, did worse);
-with any one family left out they move by at most 0.02 (leave-one-family-out table in the
+with any one family left out the first two move by at most 0.02 and the third by 0.04
+(leave-one-family-out table in the
 README)."""
 TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 """the factor of a job whose stack is not known (training_efficiency without a framework)"""
