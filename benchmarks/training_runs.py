@@ -962,6 +962,10 @@ LLAMA_LIKE: dict[str, tuple[int, int, int, int, int, int, bool, bool, str]] = {
                     "Qwen Team 2024 'Qwen2.5 Technical Report' (arXiv 2412.15115) Table 1 (14B: "
                     "48 layers, 40/8 heads, untied); Qwen/Qwen2.5-14B config.json as copied in "
                     "public code (hidden 5120, ffn 13824, vocab 152064, attention_bias on q/k/v)"),
+    "auroragpt-7b": (32000, 4096, 32, 32, 8, 11008, False, False,
+                     "argonne-lcf/Megatron-DeepSpeed @509e8ec5 ALCF/helpers.sh setParams defaults (HEADS 32, "
+                     "NLAYERS 32, HIDDEN 4096, NUM_KV_HEAD 8, FFN_HIDDEN_SIZE 11008, LLAMA_ARGS untied, "
+                     "swiglu, rmsnorm, no bias) with Llama2Tokenizer (Dolma tokenizer.model, 32000 assumed)"),
     "gcp-nemo-llama3-70b-v50688": (50688, 8192, 80, 64, 8, 28672, False, False, _GCP_NEMO % (
         "@24ba6df src/frameworks/nemo-configs/llama3-70b-fp8.yaml, @3a1db07 "
         "llama3.1-70b-256gpus-bf16.yaml", " 70B", 50688)),
