@@ -1257,6 +1257,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "flagperf-paddle-llama13b-a100-80gb-2310", "flagperf-paddle-gpt3-6.7b-a100-80gb-2310",
     "flagperf-paddle-gpt3-13b-a100-80gb-2310", "jubench-megatron-a100-40gb-2407",
     "alcf-megds-polaris-a100-40gb-2403",
+    # the fourth stop-17 sets, scored once (...-data29to30-2026-12-02-stop17*.txt), promoted at 17
+    "dgxc-nemo-h100-2505", "torchao-float8nocompile-h100-2502",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1266,7 +1268,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
 ...-data15-...) at stop 14, the stop-15 sets (...-data16-...-stop15*.txt to ...-data19-...)
 at stop 15, the stop-16 sets (...-data20-...-stop16*.txt, ...-data21-...) at stop 16, the
 stop-17 sets data22 to data24 (...-data22to24-...-stop17*.txt, scored together), data25 to
-data26 (...-data25to26-...-stop17*.txt) and data27 to data28 (...-data27to28-...) at stop 17.
+data26 (...-data25to26-...-stop17*.txt), data27 to data28 (...-data27to28-...) and data29 to
+data30 (...-data29to30-...) at stop 17.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
