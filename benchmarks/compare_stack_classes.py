@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
-from training_runs import CALIBRATION_FAMILIES, NOT_FITTED_FAMILIES, RUNS, run_device
-from validate_training import Row, _percentile, run_all, split_of
+from training_runs import run_device
+from validate_training import Row, _percentile
 
 from gpuplan.estimate.efficiency import fp8_generation_nvidia
 from gpuplan.specs.framework import get_framework
@@ -42,43 +42,27 @@ GROUPINGS: dict[str, Callable[[Row], str]] = {
     "two profile classes": _profile_class,
     "megatron-lm its own class": lambda r: (
         "megatron-lm" if r.run.framework == "megatron-lm" else _profile_class(r)),
-    "megatron-lm on FP8 GPUs its own class (adopted)": lambda r: (
-        "megatron-lm-hopper" if r.run.framework == "megatron-lm" and _fp8_gen(r)
-        else _profile_class(r)),
+    "megatron-lm on FP8 GPUs its own class (adopted)": ft.row_class,
     "every class by GPU generation": lambda r: (
         _profile_class(r) + ("-fp8" if _fp8_gen(r) else "-older")),
 }
 
 
 def main() -> None:
-    runs = [r for r in RUNS if r.family in CALIBRATION_FAMILIES]
-    splits = split_of()
-    rows = {e: [x for x in run_all(runs, splits, end_to_end=e)
-                if x.metric.primary and x.error_pct is not None] for e in ft.GRID}
-    print(f"Stack-class groupings by leave-one-family-out over {len(CALIBRATION_FAMILIES)} "
+    rows = ft.grid_rows()
+    print(f"Stack-class groupings by leave-one-family-out over {len(ft.CALIBRATION_FAMILIES)} "
           "calibration families")
     print("| grouping | factors fitted on all | left-out median over families | pooled "
           "left-out rows | median | p90 |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name, group in GROUPINGS.items():
-        classes = sorted({group(x) for x in rows[ft.GRID[0]]})
-        tables: dict[str, ft.ErrorTable] = {c: {e: {} for e in ft.GRID} for c in classes}
-        for e in ft.GRID:
-            for x in rows[e]:
-                tables[group(x)][e].setdefault(x.run.family, []).append(abs(x.error_pct))
-        fams = [f for f in CALIBRATION_FAMILIES
-                if any(t[e].get(f) for t in tables.values() for e in t)]
-        pooled: list[float] = []
-        medians = []
-        for f in fams:
-            others = [g for g in fams if g != f]
-            errs = [x for t in tables.values() if any(t[e].get(f) for e in t)
-                    for x in t[ft.fit(t, others)].get(f, [])]
-            medians.append(statistics.median(errs))
-            if f not in NOT_FITTED_FAMILIES:
-                pooled += errs
-        fitted = ", ".join(f"{c} {ft.fit(t, fams):.2f}" for c, t in tables.items())
-        print(f"| {name} | {fitted} | {statistics.median(medians):.2f} | {len(pooled)} | "
+        tables = ft.class_tables(rows, group)
+        left_out = ft.lofo(tables)
+        pooled = [x for errs in ft.lofo_rows(tables).values() for x in errs]
+        fitted = ", ".join(f"{c} {e:.2f}" for c, e in sorted(
+            ft.fit_classes(tables, [r.family for r in left_out]).items()))
+        median = statistics.median(r.median_abs_error_pct for r in left_out)
+        print(f"| {name} | {fitted} | {median:.2f} | {len(pooled)} | "
               f"{_percentile(pooled, 50):.2f} | {_percentile(pooled, 90):.2f} |")
 
 

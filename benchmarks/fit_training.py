@@ -56,23 +56,39 @@ def _class_of(framework: str, device: str) -> str:
     return stack_class(get_framework(framework).end_to_end_class, run_device(device))
 
 
-def _family_errors(rows: list[Row], cls: str | None = None) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for r in rows:
-        if r.metric.primary and r.error_pct is not None and (
-                cls is None or _class_of(r.run.framework, r.run.device) == cls):
-            out.setdefault(r.run.family, []).append(abs(r.error_pct))
+def row_class(r: Row) -> str:
+    """The stack class a row's factor is fitted in (efficiency.stack_class of its profile and
+    device)."""
+    return _class_of(r.run.framework, r.run.device)
+
+
+def grid_rows(families: tuple[str, ...] = CALIBRATION_FAMILIES,
+              grid: tuple[float, ...] = GRID) -> dict[float, list[Row]]:
+    """Every row of `families` predicted at each grid value of the end-to-end factor."""
+    runs = [r for r in RUNS if r.family in families]
+    splits = split_of()
+    return {e: run_all(runs, splits, end_to_end=e) for e in grid}
+
+
+def class_tables(rows: dict[float, list[Row]],
+                 class_of: Callable[[Row], str] = row_class) -> dict[str, ErrorTable]:
+    """Per class (`class_of`), the |error| % of every primary row, per grid value and family
+    (each row only depends on its own class's factor)."""
+    out: dict[str, ErrorTable] = {}
+    for e, rs in rows.items():
+        for r in rs:
+            if r.metric.primary and r.error_pct is not None:
+                table = out.setdefault(class_of(r), {g: {} for g in rows})
+                table[e].setdefault(r.run.family, []).append(abs(r.error_pct))
     return out
 
 
 def grid_errors(families: tuple[str, ...] = CALIBRATION_FAMILIES,
                 grid: tuple[float, ...] = GRID) -> dict[str, ErrorTable]:
-    """Per stack class, the |error| % of every primary row of `families` whose stack is of that
-    class, per grid value and family (each row only depends on its own class's factor)."""
-    runs = [r for r in RUNS if r.family in families]
-    splits = split_of()
-    rows = {e: run_all(runs, splits, end_to_end=e) for e in grid}
-    return {c: {e: _family_errors(rows[e], c) for e in grid} for c in CLASSES}
+    """Per stack class (CLASSES), the |error| % of every primary row of `families` whose stack
+    is of that class, per grid value and family."""
+    tables = class_tables(grid_rows(families, grid))
+    return {c: tables.get(c, {e: {} for e in grid}) for c in CLASSES}
 
 
 def objective(errs: dict[str, list[float]], families: list[str]) -> tuple[float, float]:

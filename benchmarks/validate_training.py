@@ -466,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {"split": args.split, "summary": summ, "rows": [row_json(r) for r in rows],
                "skipped": [{"run_id": s.run_id, "reason": s.reason} for s in SKIPPED],
-               "conventions": CONVENTIONS, "csv": str(csv_path) if csv_path else None,
+               "conventions": CONVENTIONS, "csv": csv_path.name if csv_path else None,
                "csv_problems": problems, "runtime_s": elapsed, "library": library_version()}
         json.dump(doc, sys.stdout, indent=1, default=str)
         print()
@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in SKIPPED:
         print(f"  {s.run_id}: {s.reason}")
     if csv_path:
-        print(f"\ncsv cross-check ({csv_path}): "
+        print(f"\ncsv cross-check ({csv_path.name}): "
               + ("published values agree" if not problems else f"{len(problems)} problems"))
         for p in problems:
             print(f"  {p}")
