@@ -442,13 +442,14 @@ def _llama() -> list[TrainingRun]:
     src1 = ("Touvron et al. 2023 'LLaMA' Sec. 2.4 (380 tokens/s/GPU on 2048 A100 80GB for 65B) "
             "and Table 15 (GPU-hours)")
     common = {"precision": "bf16-mixed", "fsdp": "full", "recompute": "selective",
-              "attention": "flash", "fused": False}
+              "selective": "matmuls", "attention": "flash", "fused": False}
     llama_inferred = (
         "tp: the model-parallel size of Meta's released checkpoints (1/2/4/8 shards for "
         "7B/13B/33B/65B); sp: True (paper: 'model and sequence parallelism')",
         "fsdp: full over DP (needed to fit the optimizer states; the paper does not name it)",
-        "recompute: selective (paper: saves linear-layer outputs, recomputes the cheap rest; "
-        "gpuplan's 'selective' adds no matmul recompute with flash attention)",
+        "recompute: selective (paper: saves linear-layer outputs, recomputes the cheap rest) "
+        "as --selective matmuls (not the fsdp profile's torchtitan per-op policy, which "
+        "reruns every second matmul)",
         "attention: flash (xformers memory-efficient causal attention)",
         "micro_batch: the per-replica share of the 2048-sequence batch (no accumulation)",
         "precision: bf16 (not stated)",
@@ -1145,6 +1146,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 train["loss"] = row["loss"]
             if row.get("fp8_recipe"):  # FP8 scaling the recipe names (TrainConfig.fp8_recipe)
                 train["fp8_recipe"] = row["fp8_recipe"]
+            if row.get("selective"):  # what its selective recompute reruns (TrainConfig.selective)
+                train["selective"] = row["selective"]
             offload = row.get("offload") or ""  # what the run's recipe keeps in CPU memory
             if "optimizer" in offload:
                 train["offload_optimizer"] = True

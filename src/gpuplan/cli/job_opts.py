@@ -26,6 +26,7 @@ from gpuplan.cli.options import (
     OptimizerChoice,
     PrecisionChoice,
     RecomputeChoice,
+    SelectiveChoice,
 )
 from gpuplan.errors import InputError
 from gpuplan.specs.finetune import LoraConfig, parse_targets
@@ -82,6 +83,12 @@ VirtualOpt = Annotated[int, typer.Option(
     "--virtual-stages", min=1, max=MAX_VIRTUAL_STAGES, rich_help_panel=_PAR,
     help="interleaved pipeline chunks per stage")]
 RecomputeOpt = Annotated[RecomputeChoice, typer.Option("--recompute", rich_help_panel=_KER)]
+SelectiveOpt = Annotated[SelectiveChoice, typer.Option(
+    "--selective", rich_help_panel=_KER,
+    help="what --recompute selective reruns: attention (Megatron: the attention core), per-op "
+         "(torchtitan op-level AC: every second matmul and the element-wise ops), matmuls "
+         "(every matmul output kept, the element-wise ops rerun: JAX save-dots, LLaMA); auto: "
+         "as the stack")]
 AttentionOpt = Annotated[AttentionChoice, typer.Option("--attention", rich_help_panel=_KER)]
 FusedOpt = Annotated[bool, typer.Option(
     "--fused", rich_help_panel=_KER,
@@ -132,6 +139,7 @@ DEFAULTS: dict[str, Any] = {
     "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
     "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
+    "selective": SelectiveChoice(_D.selective),
     "attention": AttentionChoice(_D.attention), "fused": _D.fused,
     "precision": PrecisionChoice(_D.precision), "grad_fp32": False,
     "grad_compute_dtype": False, "no_dropout": False,
@@ -172,7 +180,8 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
         fragmentation=_D.fragmentation if o["fragmentation"] is None else o["fragmentation"],
         lora=lora_job(o), loss=o.get("loss", LossChoice.auto).value,
         document_len=o.get("document_len"),
-        fp8_recipe=o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value)
+        fp8_recipe=o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value,
+        selective=o.get("selective", SelectiveChoice.auto).value)
 
 
 def lora_job(o: dict[str, Any]) -> LoraConfig:
@@ -193,7 +202,8 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
             "offload_optimizer": o["offload_optimizer"], "dropout": not o["no_dropout"],
             "fused": o["fused"], "target": o["target"],
             "loss": o.get("loss", LossChoice.auto).value, "document_len": o.get("document_len"),
-            "fp8_recipe": o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value}
+            "fp8_recipe": o.get("fp8_recipe", Fp8RecipeChoice.tensorwise).value,
+            "selective": o.get("selective", SelectiveChoice.auto).value}
 
 
 def stack_job(ctx: typer.Context, fw: Framework, job: TrainConfig) -> tuple[TrainConfig, str]:

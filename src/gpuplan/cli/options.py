@@ -60,6 +60,13 @@ class LossChoice(str, Enum):
     chunked = "chunked"
 
 
+class SelectiveChoice(str, Enum):
+    auto = "auto"
+    attention = "attention"
+    per_op = "per-op"
+    matmuls = "matmuls"
+
+
 class RecomputeChoice(str, Enum):
     none = "none"
     selective = "selective"

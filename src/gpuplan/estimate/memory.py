@@ -28,6 +28,7 @@ from gpuplan.estimate.memory_peak import (
     transient_moment,
 )
 from gpuplan.estimate.partition import Stage, stages
+from gpuplan.estimate.sac import OP_LEVEL_KINDS, recomputed_mm_shares
 from gpuplan.ops.blocks import FP32
 from gpuplan.ops.impl import Impl, train_impl
 from gpuplan.ops.op import OpList
@@ -373,7 +374,7 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
         saved = gathered_tp_inputs(saved, (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP),
                                    cfg.micro_batch * loc.seq, m.hidden_size, e, cfg.tp, b)
     per_block = checkpointed(m, cfg, impl, saved) if full else saved
-    if cfg.recompute == "selective" and b.selective == "per-op":
+    if cfg.recompute == "selective" and b.selective in OP_LEVEL_KINDS:
         per_block = per_op_sac(m, cfg, impl, per_block)
     loss = loss_buffers(cfg.micro_batch * loc.seq, loc.vocab, e, b, cfg.tp)
     # the stack's loss instead of the op model's (PyTorch's fp32 cross-entropy)
@@ -393,15 +394,17 @@ def memory_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl,
 
 def per_op_sac(m: ModelSpec, cfg: TrainConfig, impl: Impl,
                per_block: dict[str, float]) -> dict[str, float]:
-    """Per-layer saved bytes under per-op selective checkpointing (estimate.memory_peak)."""
+    """Per-layer saved bytes under op-level selective checkpointing (estimate.sac,
+    estimate.memory_peak)."""
     ops = build_training(m, cfg.micro_batch, cfg.seq_len, impl)
     loc = local_sizes(m, impl, cfg.seq_len)
     x = cfg.micro_batch * loc.seq * loc.rep * m.hidden_size * DTYPE_BYTES[cfg.compute_dtype]
+    shares = recomputed_mm_shares(m, ops, cfg.behaviour.selective)
     out = dict(per_block)
     for block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP, BLOCK_MOE):
         if block in per_block:
             out[block] = per_op_sac_saved(ops, block, block in (BLOCK_ATTN, BLOCK_ATTN_WINDOW),
-                                          x)
+                                          x, shares)
     return out
 
 

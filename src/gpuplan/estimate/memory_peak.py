@@ -110,21 +110,17 @@ def transient_moment(layer_backward: float, loss: LossBuffers | None) -> tuple[f
     return layer_backward, "backward of one layer"
 
 
-SAC_MM_SAVED_SHARE = 0.5
-"""torchtitan's per-op selective checkpointing keeps every other matmul output (its policy
-saves aten.mm outputs but recomputes each second one), the attention kernels' outputs and
-the layer input; everything else is recomputed (torchtitan activation_checkpoint.py, 'op'
-mode)"""
-
-
-def per_op_sac_saved(ops: OpList, block: str, first_block: bool, layer_input: float) -> float:
-    """Saved bytes of one layer block of kind `block` under per-op selective checkpointing."""
+def per_op_sac_saved(ops: OpList, block: str, first_block: bool, layer_input: float,
+                     mm_shares: dict[tuple[str, str], float]) -> float:
+    """Saved bytes of one layer block of kind `block` under per-op selective checkpointing
+    (estimate.sac: the mm outputs it does not recompute, the attention kernels' outputs and
+    the layer input; `mm_shares` = sac.recomputed_mm_shares)."""
     total = layer_input if first_block else 0.0
     for o in ops.phase("forward"):
         if o.layer != block or not o.per_layer:
             continue
         if o.kind == "matmul":
-            total += SAC_MM_SAVED_SHARE * o.bytes_written
+            total += (1 - mm_shares.get((block, o.name), 0.0)) * o.bytes_written
         elif o.kind == "attention" and o.saved_bytes:
             total += o.bytes_written
     return total

@@ -40,6 +40,7 @@ from gpuplan.estimate.memory import (
 )
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.roofline import roofline
+from gpuplan.estimate.sac import OP_LEVEL_KINDS, recomputed_mm_shares, rerun_share
 from gpuplan.estimate.step import (  # importable from here as before the split
     HOST_BYTES_PER_S_PER_GPU as HOST_BYTES_PER_S_PER_GPU,
 )
@@ -63,7 +64,7 @@ from gpuplan.estimate.step import (
 )
 from gpuplan.estimate.step import offload_step_time as offload_step_time
 from gpuplan.ops.impl import Impl, train_impl
-from gpuplan.ops.op import OpList
+from gpuplan.ops.op import Op, OpList
 from gpuplan.ops.passes import fuse_elementwise
 from gpuplan.ops.transformer import build_training, local_sizes
 from gpuplan.specs.cluster import Cluster
@@ -170,12 +171,17 @@ class BlockProfile:
 
 
 def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
-                  cache: dict[tuple[object, ...], Any] | None = None) -> BlockProfile:
+                  cache: dict[tuple[object, ...], Any] | None = None,
+                  rerun: Callable[[Op], float] | None = None) -> BlockProfile:
+    """`rerun`: the share of each forward per-layer op that runs again in backward (selective
+    recomputation that is not a whole layer, estimate.sac), added as backward work."""
     rl = roofline(ops, device, eff, cache)
     block_t: dict[str, float] = {}
     block_fwd: dict[str, float] = {}
     block_tail: dict[str, float] = {}
+    block_again: dict[str, float] = {}
     fwd = layer_fwd = attn = attn_fwd = layer_fwd_flops = tail = tail_flops = 0.0
+    again_s = again_flops = 0.0
     for row in rl.rows:
         o = row.op
         key = str(o.layer if o.per_layer else ("embedding" if o.component == "embedding"
@@ -197,9 +203,27 @@ def block_profile(m: ModelSpec, ops: OpList, device: Device, eff: Efficiency,
                 block_tail[key] = block_tail.get(key, 0.0) + per
                 tail += row.time_s
                 tail_flops += mm_flops
-    return BlockProfile(block_t, fwd / rl.total_time_s, attn / m.num_layers,
-                        ops.flops(matmul_only=True), block_fwd, rl.total_time_s, fwd, layer_fwd,
-                        attn_fwd, layer_fwd_flops, block_tail, tail, tail_flops)
+            share = rerun(o) if rerun is not None else 0.0
+            if share:
+                block_again[key] = block_again.get(key, 0.0) + share * per
+                again_s += share * row.time_s
+                again_flops += share * mm_flops
+    p = BlockProfile(block_t, fwd / rl.total_time_s, attn / m.num_layers,
+                     ops.flops(matmul_only=True), block_fwd, rl.total_time_s, fwd, layer_fwd,
+                     attn_fwd, layer_fwd_flops, block_tail, tail, tail_flops)
+    return with_rerun(m, p, block_again, again_s, again_flops, 0.0) if block_again else p
+
+
+def with_rerun(m: ModelSpec, p: BlockProfile, block_again: dict[str, float], again_s: float,
+               again_flops: float, attn_again_s: float) -> BlockProfile:
+    """`p` with forward work run again in backward: `block_again` seconds per layer of each
+    block, `again_s` in all (of which `attn_again_s` attention cores), `again_flops`."""
+    block_t = {k: v + block_again.get(k, 0.0) for k, v in p.block_t.items()}
+    total = p.total_s + again_s
+    return BlockProfile(block_t, p.fwd_s / total, (p.attn_core * m.num_layers + attn_again_s)
+                        / m.num_layers, p.hw_flops + again_flops, p.block_fwd, total,
+                        p.fwd_s, p.layer_fwd_s, p.attn_fwd_s, p.layer_fwd_flops, p.block_tail,
+                        p.layer_tail_s, p.layer_tail_flops)
 
 
 def with_full_recompute(m: ModelSpec, p: BlockProfile, early_stop: bool = False) -> BlockProfile:
@@ -209,14 +233,10 @@ def with_full_recompute(m: ModelSpec, p: BlockProfile, early_stop: bool = False)
     work. What `build_training` emits for recompute="full" (it keeps only layer inputs; their
     bytes are the memory model's business)."""
     tail = p.block_tail if early_stop else {}
-    block_t = {k: v + p.block_fwd.get(k, 0.0) - tail.get(k, 0.0) for k, v in p.block_t.items()}
+    again = {k: p.block_fwd.get(k, 0.0) - tail.get(k, 0.0) for k in p.block_t}
     rerun_s = p.layer_fwd_s - (p.layer_tail_s if early_stop else 0.0)
     rerun_flops = p.layer_fwd_flops - (p.layer_tail_flops if early_stop else 0.0)
-    total = p.total_s + rerun_s
-    return BlockProfile(block_t, p.fwd_s / total, (p.attn_core * m.num_layers + p.attn_fwd_s)
-                        / m.num_layers, p.hw_flops + rerun_flops, p.block_fwd, total,
-                        p.fwd_s, p.layer_fwd_s, p.attn_fwd_s, p.layer_fwd_flops, p.block_tail,
-                        p.layer_tail_s, p.layer_tail_flops)
+    return with_rerun(m, p, again, rerun_s, rerun_flops, p.attn_fwd_s)
 
 
 def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, eff: Efficiency,
@@ -226,6 +246,10 @@ def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, e
     this job, or for its no-recompute twin when full recomputation is derived). Full
     recomputation is derived from the no-recompute profile when no dropout is active; with
     dropout the recomputed forward replays the saved masks and is built op by op."""
+    if cfg.recompute == "selective" and cfg.behaviour.selective in OP_LEVEL_KINDS:
+        ops = training_ops(m, cfg, impl, built)
+        shares = recomputed_mm_shares(m, ops, cfg.behaviour.selective)
+        return block_profile(m, ops, device, eff, cache, lambda o: rerun_share(shares, o))
     if cfg.recompute != "full" or not full_recompute_derivable(m, cfg):
         return block_profile(m, training_ops(m, cfg, impl, built), device, eff, cache)
     none = replace(cfg, recompute="none")
@@ -447,6 +471,21 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     return res
 
 
+def _recompute_note(cfg: TrainConfig) -> str:
+    if cfg.recompute == "full" and cfg.behaviour.recompute_early_stop:
+        return ("full, the layer's last linear not rerun (PyTorch non-reentrant checkpoint, "
+                "early stop)")
+    if cfg.recompute == "selective" and cfg.behaviour.selective == "per-op":
+        return ("selective per-op (torchtitan op-level AC): every second matmul of a block "
+                "and all its element-wise ops rerun in backward, attention kept")
+    if cfg.recompute == "selective" and cfg.behaviour.selective == "matmuls":
+        return ("selective, matmul outputs kept (JAX save-dots, LLaMA): the element-wise ops "
+                "rerun in backward")
+    if cfg.recompute == "selective":
+        return "selective: the attention core recomputed (Korthikanti et al. 2022 §5)"
+    return cfg.recompute
+
+
 def _tp_backward_note(cfg: TrainConfig, eff: Efficiency) -> str:
     """What the async backward TP overlap hides (estimate.step.tp_exposed_calls)."""
     if cfg.tp == 1 or not eff.tp_backward_overlap:
@@ -477,9 +516,7 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
         "peak_dtype": "bf16" if dtype == "fp8" else dtype,
         "loss": f"{cfg.behaviour.loss} cross-entropy (memory behaviour {cfg.behaviour.name})"
         if cfg.loss == "auto" else f"{cfg.loss} cross-entropy (--loss)",
-        "recompute": (f"{cfg.recompute}" + (", the layer's last linear not rerun (PyTorch "
-                      "non-reentrant checkpoint, early stop)" if cfg.recompute == "full"
-                      and cfg.behaviour.recompute_early_stop else "")),
+        "recompute": _recompute_note(cfg),
         **({"documents": f"packed documents of {cfg.document_len} tokens, attention inside "
                          "each"} if cfg.document_len else {}),
         **({"fp8": f"fp8 matmuls, {cfg.fp8_recipe} scaling ("

@@ -16,6 +16,7 @@ from typing import Literal
 from gpuplan.errors import UnknownNameError
 
 LossKind = Literal["fp32", "fused", "fused-inplace", "vocab-parallel", "chunked"]
+SelectiveKind = Literal["attention", "per-op", "matmuls"]
 
 RESERVED_OVERHEAD = 0.11
 """PyTorch caching allocator, reserved over allocated on the dynamic memory at the peak. Named
@@ -59,10 +60,12 @@ class MemoryBehaviour:
     """the 16-bit logits stay referenced through backward (HF returns them in its output)"""
     loss_chunk_tokens: int = 1024
     """tokens per chunk when loss == 'chunked'"""
-    selective: Literal["attention", "per-op"] = "attention"
+    selective: SelectiveKind = "attention"
     """what --recompute selective keeps: attention = recompute the attention core only
     (Korthikanti et al. 2022 §5, Megatron); per-op = torchtitan's per-op policy (every other
-    matmul output and the attention output kept, the rest recomputed)"""
+    matmul output and the attention output kept, the rest recomputed); matmuls = every matmul
+    output and the attention output kept, the rest recomputed (JAX save-dots policies, LLaMA)
+    (estimate.sac)"""
     fsdp_units_gathered: int = 2
     """FSDP/ZeRO-3 units whose full parameters are live at once: the one computing and the one
     prefetched (FSDP BACKWARD_PRE / FSDP2 implicit prefetch; ZeRO-3 prefetch bucket)"""

@@ -20,6 +20,7 @@ from gpuplan.specs.memory_behaviour import (
     RESERVED_OVERHEAD,
     LossKind,
     MemoryBehaviour,
+    SelectiveKind,
     behaviour_for,
     inferred_behaviour,
 )
@@ -57,7 +58,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "recompute": get_args(Recompute), "fsdp": get_args(Fsdp), "attention": get_args(Attention),
     "target": get_args(TargetChoice), "grad_dtype": ("auto", "fp32", "compute"),
     "grad_reduce_dtype": ("auto", "grad", "fp32"), "loss": ("auto", *get_args(LossKind)),
-    "fp8_recipe": get_args(Fp8Recipe),
+    "fp8_recipe": get_args(Fp8Recipe), "selective": ("auto", *get_args(SelectiveKind)),
 }
 
 
@@ -121,13 +122,21 @@ class TrainConfig:
     fp32 (logits upcast, PyTorch cross_entropy on .float()), fused (one kernel keeps 16-bit
     logits and gradient: flash-attn/Liger cross-entropy, a torch.compile'd loss), fused-inplace,
     vocab-parallel (Megatron), chunked; auto = as the stack does"""
+    selective: str = "auto"
+    """what --recompute selective reruns, overriding the stack's (MemoryBehaviour.selective):
+    attention (Megatron-Core: the attention core, Korthikanti et al. 2022 §5), per-op
+    (torchtitan's op-level checkpointing, estimate.sac: every second matmul and every
+    element-wise op) or matmuls (every matmul output kept, the element-wise ops rerun);
+    auto = as the stack does"""
 
     @property
     def behaviour(self) -> MemoryBehaviour:
         """The stack's memory behaviour; INFER (no framework named) resolved by the layout."""
         b = self.memory_behaviour or behaviour_for(None)
         b = inferred_behaviour(self.tp, self.cp, self.ep) if b is INFER else b
-        return b if self.loss == "auto" else replace(b, loss=self.loss)  # type: ignore[arg-type]
+        b = b if self.loss == "auto" else replace(b, loss=self.loss)  # type: ignore[arg-type]
+        return b if self.selective == "auto" else replace(
+            b, selective=self.selective)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         for f in ("micro_batch", "seq_len", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):

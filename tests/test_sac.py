@@ -1,0 +1,100 @@
+"""Op-level selective activation checkpointing (estimate.sac): which matmuls torchtitan's
+per-op policy reruns, and that memory and step time both follow from it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from gpuplan.cli.main import main
+from gpuplan.estimate.memory import train_memory
+from gpuplan.estimate.sac import recomputed_mm_shares
+from gpuplan.estimate.training import step_time
+from gpuplan.ops.impl import Impl
+from gpuplan.ops.transformer import BLOCK_ATTN, BLOCK_MLP, build_training
+from gpuplan.specs.catalog import get_device, get_model
+from gpuplan.specs.cluster import default_cluster
+from gpuplan.specs.memory_behaviour import behaviour_for
+from gpuplan.specs.workload import TrainConfig
+
+
+def _shares(model: str) -> dict[tuple[str, str], float]:
+    m = get_model(model)
+    return recomputed_mm_shares(m, build_training(m, 1, 1024, Impl(attention="flash")))
+
+
+def test_llama_reruns_wk_wo_and_w3():
+    """wq, wk, wv, wo, w1, w3, w2: the 2nd, 4th and 6th calls. Llama 3 8B's fused QKV is
+    4096 + 1024 + 1024 wide, so wk is 1/6 of it; gate_up is w1 then w3."""
+    s = _shares("llama-3-8b")
+    assert s[(BLOCK_ATTN, "layers.attn.qkv")] == pytest.approx(1024 / 6144)
+    assert s[(BLOCK_ATTN, "layers.attn.out")] == 1.0
+    assert s[(BLOCK_MLP, "layers.mlp.gate_up")] == 0.5
+    assert s[(BLOCK_MLP, "layers.mlp.down")] == 0.0
+
+
+def test_ungated_mlp_reruns_the_down_projection():
+    """GPT-2: wq, wk, wv, wo, fc1, fc2 (multi-head: wk is a third of QKV): fc2 is the 6th."""
+    s = _shares("gpt2")
+    assert s[(BLOCK_ATTN, "layers.attn.qkv")] == pytest.approx(1 / 3)
+    assert s[(BLOCK_ATTN, "layers.attn.out")] == 1.0
+    assert s[(BLOCK_MLP, "layers.mlp.up")] == 0.0
+    assert s[(BLOCK_MLP, "layers.mlp.down")] == 1.0
+
+
+def test_matmuls_kind_reruns_no_matmul():
+    m = get_model("llama-3-8b")
+    ops = build_training(m, 1, 1024, Impl(attention="flash"))
+    assert recomputed_mm_shares(m, ops, "matmuls") == {}
+
+
+BASE = TrainConfig(micro_batch=1, seq_len=4096, fsdp="full", dp=8, dropout=False,
+                   memory_behaviour=behaviour_for("fsdp"))
+
+
+def _step(cfg: TrainConfig):
+    m = get_model("llama-3-8b")
+    return step_time(m, default_cluster(get_device("h100"), 8), cfg)
+
+
+def test_per_op_reruns_exactly_the_recomputed_matmul_flops():
+    """Executed matmul FLOPs grow by wk + wo + w3 of every layer's forward, nothing else
+    (attention kept, element-wise ops carry no matmul FLOPs)."""
+    m = get_model("llama-3-8b")
+    none, sel = _step(BASE), _step(replace(BASE, recompute="selective"))
+    t, h, kv, ff = 4096, m.hidden_size, m.kv_heads * m.head_size, m.intermediate_size
+    per_layer = 2 * t * h * (kv + h + ff)  # wk, wo, w3 forward
+    assert sel.hardware_flops_per_step - none.hardware_flops_per_step == pytest.approx(
+        per_layer * m.num_layers * 8, rel=1e-9)
+    assert none.step_time_s < sel.step_time_s < _step(replace(BASE, recompute="full")).step_time_s
+
+
+def test_matmuls_kind_costs_less_time_and_more_memory_than_per_op():
+    m, d = get_model("llama-3-8b"), get_device("h100")
+    per_op = replace(BASE, recompute="selective")
+    dots = replace(per_op, selective="matmuls")
+    assert _step(dots).step_time_s < _step(per_op).step_time_s
+    assert _step(dots).hardware_flops_per_step == _step(BASE).hardware_flops_per_step
+    acts = {c.selective: train_memory(m, d, c).per_gpu["activations"] for c in (per_op, dots)}
+    assert acts["auto"] < acts["matmuls"]
+
+
+def test_selective_option_reaches_train_and_says_so(capsys):
+    argv = ["train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--fsdp", "full",
+            "--framework", "fsdp", "--recompute", "selective", "--json"]
+    runs = {}
+    for kind in ("auto", "attention", "per-op"):
+        assert main([*argv, "--selective", kind]) == 0
+        runs[kind] = json.loads(capsys.readouterr().out)
+    assert runs["auto"]["step_time_s"] == runs["per-op"]["step_time_s"]
+    assert runs["attention"]["step_time_s"] < runs["per-op"]["step_time_s"]
+    assert "per-op" in runs["auto"]["assumptions"]["recompute"]
+
+
+def test_bad_selective_kind_is_one_clear_line(capsys):
+    rc = main(["train", "llama-3-8b", "--selective", "sometimes"])
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert "--selective" in err and "per-op" in err and "Traceback" not in err
