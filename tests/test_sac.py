@@ -98,3 +98,71 @@ def test_bad_selective_kind_is_one_clear_line(capsys):
     err = capsys.readouterr().err
     assert rc != 0
     assert "--selective" in err and "per-op" in err and "Traceback" not in err
+
+
+def test_per_op_policy_reruns_what_real_torch_reruns():
+    """Real PyTorch: a Llama block (separate wq, wk, wv, wo, w1, w3, w2; SDPA) under
+    torchtitan's policy (torch.utils.checkpoint.create_selective_checkpoint_contexts: save
+    attention and aten.mm outputs except every second mm) reruns exactly the matmul FLOPs
+    that recomputed_mm_shares names for the same architecture."""
+    torch = pytest.importorskip("torch")
+    from collections import defaultdict
+
+    from torch.utils.checkpoint import (
+        CheckpointPolicy,
+        checkpoint,
+        create_selective_checkpoint_contexts,
+    )
+    from torch.utils.flop_counter import FlopCounterMode
+
+    t, d, heads, kv_heads, ff = 16, 32, 4, 2, 96
+    hd = d // heads
+    lin = {n: torch.nn.Linear(i, o, bias=False) for n, i, o in (
+        ("wq", d, d), ("wk", d, kv_heads * hd), ("wv", d, kv_heads * hd), ("wo", d, d),
+        ("w1", d, ff), ("w3", d, ff), ("w2", ff, d))}
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten._scaled_dot_product_flash_attention_for_cpu.default,
+            aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention.default}
+
+    def block(x):  # type: ignore[no-untyped-def]
+        h = torch.nn.functional.rms_norm(x, (d,))
+        q = lin["wq"](h).view(1, t, heads, hd).transpose(1, 2)
+        k = lin["wk"](h).view(1, t, kv_heads, hd).transpose(1, 2)
+        v = lin["wv"](h).view(1, t, kv_heads, hd).transpose(1, 2)
+        rep = heads // kv_heads
+        a = torch.nn.functional.scaled_dot_product_attention(
+            q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), is_causal=True)
+        x = x + lin["wo"](a.transpose(1, 2).reshape(t, d))
+        h = torch.nn.functional.rms_norm(x, (d,))
+        return x + lin["w2"](torch.nn.functional.silu(lin["w1"](h)) * lin["w3"](h))
+
+    def context():  # type: ignore[no-untyped-def]
+        meta: dict[str, int] = defaultdict(int)
+
+        def policy(ctx, func, *args, **kwargs):  # type: ignore[no-untyped-def]
+            key = f"{'recompute' if ctx.is_recompute else 'forward'}_mm_count"
+            if func == aten.mm.default:
+                meta[key] += 1
+            keep = func in save and not (func == aten.mm.default and meta[key] % 2 == 0)
+            return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+        return create_selective_checkpoint_contexts(policy)
+
+    def backward_flops(sac: bool) -> float:
+        x = torch.randn(t, d, requires_grad=True)
+        y = checkpoint(block, x, use_reentrant=False, context_fn=context) if sac else block(x)
+        with FlopCounterMode(display=False) as fc:
+            y.sum().backward()
+        return fc.get_total_flops()
+
+    measured = backward_flops(True) - backward_flops(False)
+    m = get_model("llama-3-8b").model_copy(update={
+        "hidden_size": d, "num_heads": heads, "num_kv_heads": kv_heads, "intermediate_size": ff,
+        "num_layers": 1, "head_dim": None})
+    ops = build_training(m, 1, t, Impl(attention="flash", dropout=False))
+    shares = recomputed_mm_shares(m, ops)
+    predicted = sum(shares.get((str(o.layer), o.name), 0.0) * o.total_flops
+                    for o in ops.phase("forward") if o.per_layer and o.kind == "matmul")
+    assert measured == 2 * t * d * (kv_heads * hd + d + ff)  # wk, wo, w3
+    assert predicted == pytest.approx(measured, rel=1e-12)
