@@ -442,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-framework", action="store_true",
                     help="predict each run as a user naming no framework would: its layout and "
                          "--fused only, the stack inferred from the layout (auto)")
-    ap.add_argument("--family", nargs="+", choices=FAMILIES, help="only these families")
+    ap.add_argument("--family", nargs="+", choices=FAMILIES, metavar="FAMILY",
+                    help="only these families (a family column value of the data)")
     ap.add_argument("--json", action="store_true", help="one JSON document")
     ap.add_argument("--markdown", action="store_true", help="only the summary as markdown")
     ap.add_argument("--verbose", action="store_true", help="notes and breakdown per row")
