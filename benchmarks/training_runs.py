@@ -1262,6 +1262,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "alcf-megds-polaris-a100-40gb-2403",
     # the fourth stop-17 sets, scored once (...-data29to30-2026-12-02-stop17*.txt), promoted at 17
     "dgxc-nemo-h100-2505", "torchao-float8nocompile-h100-2502",
+    # the stop-18 set, scored once (...-data31-2026-12-02-stop18*.txt), promoted at stop 18
+    "hf-accelerate-blog-a100-2406",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1272,7 +1274,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
 at stop 15, the stop-16 sets (...-data20-...-stop16*.txt, ...-data21-...) at stop 16, the
 stop-17 sets data22 to data24 (...-data22to24-...-stop17*.txt, scored together), data25 to
 data26 (...-data25to26-...-stop17*.txt), data27 to data28 (...-data27to28-...) and data29 to
-data30 (...-data29to30-...) at stop 17.
+data30 (...-data29to30-...) at stop 17, the stop-18 set data31 (...-data31-...-stop18*.txt) at
+stop 18.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
