@@ -166,3 +166,17 @@ def test_per_op_policy_reruns_what_real_torch_reruns():
                     for o in ops.phase("forward") if o.per_layer and o.kind == "matmul")
     assert measured == 2 * t * d * (kv_heads * hd + d + ff)  # wk, wo, w3
     assert predicted == pytest.approx(measured, rel=1e-12)
+
+
+def test_eager_attention_under_per_op_reruns_its_batched_matmuls_not_twice():
+    """With eager attention the policy keeps no attention output (its bmm and softmax are not
+    on the save list): they rerun once, as op-level work, not also as Megatron's attention-core
+    recompute; with SDPA the kernel's output is kept and nothing of it reruns."""
+    eager = replace(BASE, attention="naive")
+    none, sel = _step(eager), _step(replace(eager, recompute="selective"))
+    m = get_model("llama-3-8b")
+    t, h, kv, ff = 4096, m.hidden_size, m.kv_heads * m.head_size, m.intermediate_size
+    mm = 2 * t * h * (kv + h + ff)
+    causal_scores_pv = 2 * m.num_heads * t * t * 2 * m.head_size  # QK^T and PV, full s x s
+    assert sel.hardware_flops_per_step - none.hardware_flops_per_step == pytest.approx(
+        (mm + causal_scores_pv) * m.num_layers * 8, rel=1e-9)

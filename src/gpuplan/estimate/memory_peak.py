@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.estimate.sac import kept_attention
 from gpuplan.ops.blocks import FP32, INDEX
 from gpuplan.ops.op import OpList
 from gpuplan.specs.memory_behaviour import MemoryBehaviour
@@ -121,7 +122,7 @@ def per_op_sac_saved(ops: OpList, block: str, first_block: bool, layer_input: fl
             continue
         if o.kind == "matmul":
             total += (1 - mm_shares.get((block, o.name), 0.0)) * o.bytes_written
-        elif o.kind == "attention" and o.saved_bytes:
+        elif kept_attention(o) and o.saved_bytes:
             total += o.bytes_written
     return total
 

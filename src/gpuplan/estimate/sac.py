@@ -70,11 +70,15 @@ def recomputed_mm_shares(m: ModelSpec, ops: OpList, kind: str = "per-op"
     return shares
 
 
+def kept_attention(op: Op) -> bool:
+    """A fused attention kernel (SDPA / FlashAttention: the policy's save list) whose output
+    is kept; an eager attention's batched matmuls and softmax are not on it and rerun."""
+    return op.kind == "attention" and op.name.endswith("attn.core")
+
+
 def rerun_share(shares: dict[tuple[str, str], float], op: Op) -> float:
     """How much of forward op `op` (one layer's) runs again in backward: a matmul its
-    recomputed share, an attention kernel nothing (saved), anything else all of it."""
+    recomputed share, a fused attention kernel nothing (kept), anything else all of it."""
     if op.kind == "matmul":
         return shares.get((str(op.layer), op.name), 0.0)
-    if op.kind == "attention":
-        return 0.0
-    return 1.0
+    return 0.0 if kept_attention(op) else 1.0

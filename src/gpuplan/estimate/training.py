@@ -247,7 +247,11 @@ def timing_profile(m: ModelSpec, cfg: TrainConfig, impl: Impl, device: Device, e
     recomputation is derived from the no-recompute profile when no dropout is active; with
     dropout the recomputed forward replays the saved masks and is built op by op."""
     if cfg.recompute == "selective" and cfg.behaviour.selective in OP_LEVEL_KINDS:
-        ops = training_ops(m, cfg, impl, built)
+        # op-level checkpointing reruns what estimate.sac says, not the attention-core
+        # recompute that build_training adds to an eager attention under "selective"
+        plain = replace(impl, recompute="none")
+        ops = training_ops(m, replace(cfg, recompute="none"), plain,
+                           built if impl.attention == "flash" else None)
         shares = recomputed_mm_shares(m, ops, cfg.behaviour.selective)
         return block_profile(m, ops, device, eff, cache, lambda o: rerun_share(shares, o))
     if cfg.recompute != "full" or not full_recompute_derivable(m, cfg):
