@@ -243,8 +243,8 @@ hold-outs' promotion (134 families); for PyTorch 0.66 -> 0.68 once the third sto
 0.66) and back to 0.66 once the fourth did (143 families: torchao's float8nocompile tables,
 40-96 % too fast), the row median stepping between two grid points as families join; for
 PyTorch 0.66 -> 0.68 at stop 18 once torchtitan's per-op selective checkpointing was timed as
-it runs (estimate.sac: every second matmul rerun; 55 rows of torchtitan-class stacks became
-slower, so the factor that centres the class moved up); the
+it runs (estimate.sac: every second matmul rerun; the selective rows of torchtitan-class
+stacks became slower, so the factor that centres the class moved up); the
 megatron-lm-hopper class split off at stop 17, judged
 by leave-one-family-out on calibration (benchmarks/results/
 split-megatron-lm-hopper-2026-12-02-stop17.txt: median over families 9.30 -> 8.96 %, pooled

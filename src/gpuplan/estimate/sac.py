@@ -11,6 +11,8 @@ A modelled matmul can stand for several mm calls: a fused QKV projection is torc
 wq, wk, wv (in that order) and a gated MLP's gate_up is w1 then w3; each call's share of the
 op is its share of the output width, which is also its share of the FLOPs and of the output
 bytes. E.g. a Llama block calls wq, wk, wv, wo, w1, w3, w2: wk, wo and w3 are recomputed.
+Not modelled: MoE experts are counted as mm calls, although torchtitan runs them as grouped
+GEMMs, which its save list does not name (so they rerun whole).
 
 The 'matmuls' kind keeps every matmul output and reruns only the rest (JAX's
 checkpoint_dots / save_dot_with_no_batch_dim policies; LLaMA, Touvron et al. 2023 §2.4:
