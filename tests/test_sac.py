@@ -180,3 +180,9 @@ def test_eager_attention_under_per_op_reruns_its_batched_matmuls_not_twice():
     causal_scores_pv = 2 * m.num_heads * t * t * 2 * m.head_size  # QK^T and PV, full s x s
     assert sel.hardware_flops_per_step - none.hardware_flops_per_step == pytest.approx(
         (mm + causal_scores_pv) * m.num_layers * 8, rel=1e-9)
+
+
+def test_selective_is_refused_in_inference(capsys):
+    assert main(["memory", "llama-3-8b", "--mode", "infer", "--selective", "per-op"]) != 0
+    err = capsys.readouterr().err
+    assert "--selective" in err and "--mode infer" in err and "Traceback" not in err

@@ -217,7 +217,7 @@ class InferConfig:
 TRAIN_ONLY = ("global_batch", "precision", "optimizer", "zero", "fsdp", "dp", "pp", "cp", "ep",
               "sp", "virtual_stages", "recompute", "attention", "grad_dtype",
               "grad_reduce_dtype", "offload_optimizer", "dropout", "fused", "target", "loss",
-              "document_len", "fp8_recipe")
+              "document_len", "fp8_recipe", "selective")
 """TrainConfig fields that an inference job has no use for"""
 
 _OPTION = {"sp": "--sequence-parallel", "grad_dtype": "--grad-fp32", "dropout": "--no-dropout"}
