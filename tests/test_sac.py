@@ -25,23 +25,19 @@ def _shares(model: str) -> dict[tuple[str, str], float]:
     return recomputed_mm_shares(m, build_training(m, 1, 1024, Impl(attention="flash")))
 
 
-def test_llama_reruns_wk_wo_and_w3():
-    """wq, wk, wv, wo, w1, w3, w2: the 2nd, 4th and 6th calls. Llama 3 8B's fused QKV is
-    4096 + 1024 + 1024 wide, so wk is 1/6 of it; gate_up is w1 then w3."""
-    s = _shares("llama-3-8b")
-    assert s[(BLOCK_ATTN, "layers.attn.qkv")] == pytest.approx(1024 / 6144)
-    assert s[(BLOCK_ATTN, "layers.attn.out")] == 1.0
-    assert s[(BLOCK_MLP, "layers.mlp.gate_up")] == 0.5
-    assert s[(BLOCK_MLP, "layers.mlp.down")] == 0.0
-
-
-def test_ungated_mlp_reruns_the_down_projection():
-    """GPT-2: wq, wk, wv, wo, fc1, fc2 (multi-head: wk is a third of QKV): fc2 is the 6th."""
-    s = _shares("gpt2")
-    assert s[(BLOCK_ATTN, "layers.attn.qkv")] == pytest.approx(1 / 3)
-    assert s[(BLOCK_ATTN, "layers.attn.out")] == 1.0
-    assert s[(BLOCK_MLP, "layers.mlp.up")] == 0.0
-    assert s[(BLOCK_MLP, "layers.mlp.down")] == 1.0
+@pytest.mark.parametrize(("model", "expected"), [
+    # wq, wk, wv, wo, w1, w3, w2: the 2nd, 4th and 6th calls. Llama 3 8B's fused QKV is
+    # 4096 + 1024 + 1024 wide, so wk is 1/6 of it; gate_up is w1 then w3
+    ("llama-3-8b", {(BLOCK_ATTN, "layers.attn.qkv"): 1024 / 6144,
+                    (BLOCK_ATTN, "layers.attn.out"): 1.0,
+                    (BLOCK_MLP, "layers.mlp.gate_up"): 0.5,
+                    (BLOCK_MLP, "layers.mlp.down"): 0.0}),
+    # GPT-2: wq, wk, wv, wo, fc1, fc2 (multi-head: wk is a third of QKV); fc2 is the 6th
+    ("gpt2", {(BLOCK_ATTN, "layers.attn.qkv"): 1 / 3, (BLOCK_ATTN, "layers.attn.out"): 1.0,
+              (BLOCK_MLP, "layers.mlp.up"): 0.0, (BLOCK_MLP, "layers.mlp.down"): 1.0}),
+])
+def test_per_op_reruns_every_second_mm_call(model, expected):
+    assert _shares(model) == pytest.approx(expected)
 
 
 def test_matmuls_kind_reruns_no_matmul():
