@@ -111,6 +111,9 @@ class TrainingRun:
     overlap: str = ""
     """the communication overlaps the run's launch script states, as `gpuplan train --overlap`
     (Framework.with_overlap); '' = the profile's"""
+    attention_kernel: str = ""
+    """the attention kernel the run's scripts select, as `gpuplan train --attention-kernel`
+    (Framework.with_attention_kernel); '' = the profile's"""
     activations_offloaded: bool = False
     """the run kept activations in CPU memory (DeepSpeed activation offload), which gpuplan does
     not model: timed, not memory-scored (memory_not_scored)"""
@@ -787,6 +790,11 @@ def _llmfoundry() -> list[TrainingRun]:
                                  f"{params_b}B params (csv)"),),
             source=_LF, verification="VERIFIED-primary",
             inferred=("attention: flash (attn_impl triton, FlashAttention-style kernel)",
+                      "attention kernel run: FlashAttention-1 generation (submit_benchmarks.py "
+                      "'--attn_impl' default 'triton', the pre-MLIR Triton FlashAttention; "
+                      "TUTORIAL.md: 'Our training setups typically use triton'); timed with "
+                      "the profile's FA2 ceiling: timing it as fa1, half of FA2's, was tried "
+                      "at stop 19 and not kept (README)",
                       "fused: False (eager MPT: no torch.compile in submit_benchmarks.py; "
                       "LayerNorm, GELU and residual adds are separate kernels)",
                       "grad_dtype: auto = bf16 in memory; grad_reduce_dtype: fp32 for the "
@@ -1163,6 +1171,7 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                     x.strip() for x in row["inferred"].split(";") if x.strip()),
                 notes=row["notes"], split=split, framework=fw,
                 overlap=(row.get("overlap") or "").strip(),
+                attention_kernel=(row.get("attention_kernel") or "").strip(),
                 activations_offloaded="activations" in offload,
                 cluster=_csv_cluster(row)))
     return out

@@ -164,9 +164,11 @@ def run_framework(run: TrainingRun, auto: bool = False) -> tuple[Framework, Trai
     cfg = TrainConfig(**run.train)
     if auto:
         cfg = replace(cfg, fused=run.train.get("fused", True))
-        fw = resolve_framework(None, cfg).with_overlap(run.overlap)
+        fw = resolve_framework(None, cfg).with_overlap(run.overlap) \
+            .with_attention_kernel(run.attention_kernel)
         return fw, fw.apply(cfg, named=False)
-    fw = get_framework(run.framework).with_overlap(run.overlap)
+    fw = get_framework(run.framework).with_overlap(run.overlap) \
+        .with_attention_kernel(run.attention_kernel)
     return fw, fw.apply(cfg, named=True)
 
 

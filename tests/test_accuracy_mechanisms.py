@@ -17,7 +17,11 @@ from gpuplan.estimate.efficiency import (
     stack_class,
     training_efficiency,
 )
-from gpuplan.estimate.efficiency_attention import ATTENTION_PRIOR, attention_ceiling
+from gpuplan.estimate.efficiency_attention import (
+    ATTENTION_PRIOR,
+    FA1_SPEED_VS_FA2,
+    attention_ceiling,
+)
 from gpuplan.estimate.efficiency_gemm import gemm_dims, quantization_efficiency, shape_efficiency
 from gpuplan.estimate.memory import TrainConfig
 from gpuplan.estimate.training import step_time
@@ -81,6 +85,29 @@ def test_attention_ceiling_by_device_and_kernel():
         ATTENTION_PRIOR, "attention 50% prior (no fa2 measurement for B200)")
     with pytest.raises(InputError):
         attention_ceiling(h100, "fa9")
+
+
+def test_flashattention1_runs_at_half_the_fa2_ceiling():
+    """fa1 (FlashAttention-1 and the Triton kernel of its generation) = FA1_SPEED_VS_FA2 x the
+    device's FA2 ceiling (Dao 2023: FA2 about 2x FA1), or the device's own fa1 measurement."""
+    for name, fa2 in (("a100", 0.55), ("h100", 0.31)):
+        share, src = attention_ceiling(get_device(name), "fa1")
+        assert share == pytest.approx(FA1_SPEED_VS_FA2 * fa2) and "FA2 about 2x FA1" in src
+    a100 = get_device("a100")
+    measured = a100.model_copy(update={"ceilings": {**a100.ceilings, "attention_fa1": 0.3}})
+    assert attention_ceiling(measured, "fa1")[0] == 0.3
+    assert attention_ceiling(get_device("b200"), "fa1")[0] == FA1_SPEED_VS_FA2 * ATTENTION_PRIOR
+
+
+def test_stated_attention_kernel_replaces_the_profiles():
+    foundry = get_framework("llm-foundry")
+    assert foundry.with_attention_kernel(None) == foundry == foundry.with_attention_kernel(" ")
+    old = foundry.with_attention_kernel("FA1")
+    assert old.attention_kernel == "fa1" and old.describe()["attention_kernel"] == "fa1"
+    eff = framework_efficiency(get_device("h100"), old)
+    assert eff.attention_ceiling == pytest.approx(0.155)
+    with pytest.raises(InputError, match="--attention-kernel"):
+        foundry.with_attention_kernel("fa9")
 
 
 def test_ceilings_are_sourced_shares():

@@ -335,6 +335,29 @@ def test_bad_overlap_is_one_line_exit_2(extra):
     _one_line_exit_2([*OVERLAP_JOB, *extra], "--overlap")
 
 
+def test_stated_attention_kernel_slows_only_attention(capsys):
+    """--attention-kernel fa1 (FlashAttention-1 class) on a long-context job: same memory and
+    matmul time, attention at half the FA2 ceiling, so fewer tokens/s; the kernel is named."""
+    job = [*TRAIN, "--framework", "llm-foundry"]
+    fa2 = _json(capsys, *job)
+    fa1 = _json(capsys, *job, "--attention-kernel", "fa1")
+    assert fa1["memory"]["total_bytes"] == fa2["memory"]["total_bytes"]
+    assert fa1["tokens_per_s"] < fa2["tokens_per_s"]
+    assert fa1["assumptions"]["framework"]["attention_kernel"] == "fa1"
+    assert fa2["assumptions"]["framework"]["attention_kernel"] == "fa2"
+    search = ["train", "llama-3-8b", "--gpus", "8", "--seq-len", "8192", "--search", "--top",
+              "1"]
+    best = _json(capsys, *search)["top"][0]["tokens_per_s"]
+    best_fa1 = _json(capsys, *search, "--attention-kernel", "fa1")["top"][0]["tokens_per_s"]
+    assert best_fa1 < best  # every searched layout is timed with the stated kernel
+
+
+@pytest.mark.parametrize("extra", [["--attention-kernel", "fa9"],
+                                   ["--attention-kernel", "fa1", "--attention", "naive"]])
+def test_bad_attention_kernel_is_one_line_exit_2(extra):
+    _one_line_exit_2([*TRAIN, *extra], "--attention-kernel")
+
+
 def test_fp8_recipe_rowwise_is_slower_and_stated(capsys):
     """--fp8-recipe rowwise (torchao's row-wise scaling) adds casts and rescales to the same
     GEMMs: slower than tensorwise, same memory, and the assumptions name the recipe."""

@@ -441,3 +441,33 @@ def test_issue_thread_rows_follow_from_their_logs_and_tables(tr):
             assert sec["table_tflops_hw"] / 312 == pytest.approx(sec["hfu_pct"] / 100, abs=6e-4)
         checked += 1
     assert checked == 12
+
+
+def test_attention_kernel_column_reaches_the_framework(tr, tmp_path):
+    """A row's attention_kernel cell (the kernel its scripts select) is one gpuplan knows, and
+    it replaces the profile's as `gpuplan train --attention-kernel` does; empty = the
+    profile's."""
+    from gpuplan.specs.framework import ATTENTION_KERNELS
+
+    for name, row in _rows():
+        assert row["attention_kernel"] in ("", *ATTENTION_KERNELS), (name, row["run_id"])
+    src = DATA / "training_calibration.csv"
+    with src.open(newline="") as f:
+        reader = csv.DictReader(f)
+        row = next(r for r in reader if r["framework"] == "llm-foundry")
+        fields = reader.fieldnames
+    assert fields is not None
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerow(row)
+        w.writerow({**row, "run_id": row["run_id"] + "-fa3", "attention_kernel": "fa3"})
+    plain, stated = tr._csv_runs(path, "calibration")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import validate_training
+    finally:
+        sys.path.remove(str(BENCH))
+    assert validate_training.run_framework(plain)[0].attention_kernel == "fa2"
+    assert validate_training.run_framework(stated)[0].attention_kernel == "fa3"

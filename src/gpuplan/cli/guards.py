@@ -124,6 +124,9 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
     if o["no_overlap"] and o.get("overlap") is not None:
         raise limits.ConflictError("--overlap", "--no-overlap", "--no-overlap exposes every "
                                    "collective; --overlap names the ones hidden")
+    if o.get("attention_kernel") is not None and o["attention"] == "naive":
+        raise limits.ConflictError("--attention-kernel", "--attention naive", "naive attention "
+                                   "materialises the scores and runs no fused kernel")
     if o["scaling"] and o["ep"] > 1:
         raise limits.ConflictError("--ep", "--scaling", "the curve starts at one GPU, where "
                                    "expert parallelism has no data-parallel ranks to span")

@@ -133,6 +133,9 @@ def register(app: typer.Typer) -> None:
             "stack's: a comma list of grad (Megatron --overlap-grad-reduce), param "
             "(--overlap-param-gather), tp (--tp-comm-overlap, with --sequence-parallel), or "
             "none")] = None,
+        attention_kernel: Annotated[str | None, typer.Option(
+            "--attention-kernel", help="the fused attention kernel your stack runs, in place "
+            "of the profile's: fa1 (FlashAttention-1), fa2, fa3, cudnn or sdpa")] = None,
         scaling: Annotated[bool, typer.Option("--scaling", help="1, 2, 4 ... --gpus GPUs")] =
         False,
         search: Annotated[bool, typer.Option("--search", help="rank every valid layout")] =
@@ -173,7 +176,8 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--gpus", gpus, f"a multiple of tp x pp x cp = {mp}")
             dp = gpus // mp
         job = train_job(dict(locals()), dp, d.kind)
-        fw = resolve_framework(framework, job).with_overlap(overlap)
+        fw = resolve_framework(framework, job).with_overlap(overlap) \
+            .with_attention_kernel(attention_kernel)
         cfg, sharding = stack_job(ctx, fw, job)
         eff, prof = framework_efficiency(d, fw), None
         if profile is not None:
@@ -189,7 +193,7 @@ def register(app: typer.Typer) -> None:
                                  "adapters): time one layout, or use `gpuplan advise`")
             found = run_search(m, cluster, cfg, top, as_json, efficiency=eff, profile=prof,
                                retime=None if not fw.chosen_by or prof is not None
-                               else auto_retime(d, job, overlap))
+                               else auto_retime(d, job, overlap, attention_kernel))
             if html is not None:
                 from gpuplan.cli.html_opt import write
 

@@ -350,13 +350,16 @@ Retime = Callable[[TrainConfig], tuple[TrainConfig, Efficiency]]
 """A layout -> (the job as its stack runs it, that stack's efficiency)."""
 
 
-def auto_retime(device: Device, job: TrainConfig, overlap: str | None = None) -> Retime:
+def auto_retime(device: Device, job: TrainConfig, overlap: str | None = None,
+                attention_kernel: str | None = None) -> Retime:
     """For a job whose stack is not named: each layout timed with the profile its own layout
     implies (specs.framework.auto_framework), from the kernels the user stated in `job` (and
-    the overlaps, `overlap`: Framework.with_overlap); so a searched layout re-run by `gpuplan
-    train` gets the same numbers."""
+    the overlaps, `overlap`: Framework.with_overlap; the attention kernel, `attention_kernel`:
+    Framework.with_attention_kernel); so a searched layout re-run by `gpuplan train` gets the
+    same numbers."""
     def retime(cfg: TrainConfig) -> tuple[TrainConfig, Efficiency]:
-        fw = resolve_framework(None, cfg).with_overlap(overlap)
+        fw = resolve_framework(None, cfg).with_overlap(overlap) \
+            .with_attention_kernel(attention_kernel)
         own = replace(cfg, fused=job.fused, grad_dtype=job.grad_dtype)
         return fw.apply(own, named=False), framework_efficiency(device, fw)
     return retime

@@ -19,6 +19,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+ATTENTION_KERNELS = ("fa1", "fa2", "fa3", "cudnn", "sdpa")
+"""The fused attention implementations a profile or a job can name; their ceilings per device:
+estimate/efficiency_attention.py."""
+
 DEFAULT_FRAMEWORK = "auto"
 """Used when no profile is named: the stack is inferred from the layout (`auto_framework`),
 because the layout says which stacks can run it: FSDP, with or without TP/PP/CP -> fsdp
@@ -40,7 +44,7 @@ class Framework:
     fused_loss: bool
     """fused (or chunked) cross-entropy: no full fp32 logits copy"""
     attention_kernel: str
-    """fa2, fa3, cudnn or sdpa (estimate/efficiency_attention.py)"""
+    """fa1, fa2, fa3, cudnn or sdpa (estimate/efficiency_attention.py)"""
     grad_dtype: Literal["auto", "fp32"]
     tp_comm_overlap: float
     param_gather_overlap: bool
@@ -96,6 +100,18 @@ class Framework:
                        param_gather_overlap="param" in items,
                        tp_comm_overlap_sp=1.0 if "tp" in items else 0.0,
                        overlap_stated=",".join(sorted(items)) or "none")
+
+    def with_attention_kernel(self, stated: str | None) -> Framework:
+        """This profile with the attention kernel the job states (`--attention-kernel`: an
+        older or newer kernel than the profile's, e.g. FlashAttention-1 or FlashAttention-3);
+        None or '' = the profile's."""
+        if stated is None or not stated.strip():
+            return self
+        kernel = stated.strip().lower()
+        if kernel not in ATTENTION_KERNELS:
+            raise InputError("--attention-kernel", stated,
+                             f"one of {', '.join(ATTENTION_KERNELS)}")
+        return replace(self, attention_kernel=kernel)
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
