@@ -18,7 +18,6 @@ family median and the pooled p90 both improve and the pooled median worsens by a
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -28,7 +27,6 @@ import fit_training as ft
 import validate_training as vt
 from compare_attention_scale import GRID_NARROW
 from training_runs import TrainingRun
-from validate_training import _percentile
 
 from gpuplan.estimate.memory import TrainConfig
 from gpuplan.specs.framework import Framework
@@ -61,13 +59,8 @@ def main() -> None:
             tables = ft.grid_errors(grid=GRID_NARROW)
         finally:
             vt.run_framework = as_they_are
-        left_out = ft.lofo(tables)
-        pooled = [x for errs in ft.lofo_rows(tables).values() for x in errs]
-        fitted = ", ".join(f"{c} {e:.2f}" for c, e in sorted(
-            ft.fit_classes(tables, [r.family for r in left_out]).items()))
-        median = statistics.median(r.median_abs_error_pct for r in left_out)
-        print(f"| {variant} | {fitted} | {median:.2f} | {len(pooled)} | "
-              f"{_percentile(pooled, 50):.2f} | {_percentile(pooled, 90):.2f} |", flush=True)
+        line, left_out = ft.lofo_table_row(variant, tables)
+        print(line, flush=True)
         if variant == "as fa1":
             print("\nleft-out family medians, FA1-generation runs as fa1:")
             for r in left_out:

@@ -16,7 +16,6 @@ adopted only if it improves all three statistics over K = 1.
 
 from __future__ import annotations
 
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
-from validate_training import _percentile
 
 import gpuplan.estimate.efficiency as efficiency
 from gpuplan.estimate.efficiency import Efficiency
@@ -60,13 +58,8 @@ def main() -> None:
             tables = ft.grid_errors(grid=GRID_NARROW)
         finally:
             efficiency.training_efficiency = original
-        left_out = ft.lofo(tables)
-        pooled = [x for errs in ft.lofo_rows(tables).values() for x in errs]
-        fitted = ", ".join(f"{c} {e:.2f}" for c, e in sorted(
-            ft.fit_classes(tables, [r.family for r in left_out]).items()))
-        median = statistics.median(r.median_abs_error_pct for r in left_out)
-        print(f"| {k:.3g} | {fitted} | {median:.2f} | {len(pooled)} | "
-              f"{_percentile(pooled, 50):.2f} | {_percentile(pooled, 90):.2f} |", flush=True)
+        line, _ = ft.lofo_table_row(f"{k:.3g}", tables)
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

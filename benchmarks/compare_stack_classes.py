@@ -14,7 +14,6 @@ over families of the left-out family's median |error|, and the pooled left-out r
 
 from __future__ import annotations
 
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
 from training_runs import run_device
-from validate_training import Row, _percentile
+from validate_training import Row
 
 from gpuplan.estimate.efficiency import fp8_generation_nvidia
 from gpuplan.specs.framework import get_framework
@@ -57,13 +56,8 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name, group in GROUPINGS.items():
         tables = ft.class_tables(rows, group)
-        left_out = ft.lofo(tables)
-        pooled = [x for errs in ft.lofo_rows(tables).values() for x in errs]
-        fitted = ", ".join(f"{c} {e:.2f}" for c, e in sorted(
-            ft.fit_classes(tables, [r.family for r in left_out]).items()))
-        median = statistics.median(r.median_abs_error_pct for r in left_out)
-        print(f"| {name} | {fitted} | {median:.2f} | {len(pooled)} | "
-              f"{_percentile(pooled, 50):.2f} | {_percentile(pooled, 90):.2f} |")
+        line, _ = ft.lofo_table_row(name, tables)
+        print(line)
 
 
 if __name__ == "__main__":

@@ -160,6 +160,20 @@ def lofo_rows(tables: dict[str, ErrorTable],
     return out
 
 
+def lofo_table_row(label: str, tables: dict[str, ErrorTable]) -> tuple[str, list[FamilyResult]]:
+    """One markdown row of the comparison scripts' table (compare_*.py): `label`, the factors
+    fitted on all families, the median over families of the left-out family's median |error|,
+    and the pooled left-out rows' count, median and 90th percentile; with the per-family
+    results."""
+    left_out = lofo(tables)
+    pooled = [x for errs in lofo_rows(tables).values() for x in errs]
+    fitted = ", ".join(f"{c} {e:.2f}" for c, e in sorted(
+        fit_classes(tables, [r.family for r in left_out]).items()))
+    median = statistics.median(r.median_abs_error_pct for r in left_out)
+    return (f"| {label} | {fitted} | {median:.2f} | {len(pooled)} | "
+            f"{_percentile(pooled, 50):.2f} | {_percentile(pooled, 90):.2f} |", left_out)
+
+
 def main() -> None:
     tables = grid_errors()
     fams = list(CALIBRATION_FAMILIES)
