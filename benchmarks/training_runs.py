@@ -1095,6 +1095,8 @@ positions over 8192, GELU 4h MLP, biases, tied embeddings; 15.5B parameters as T
 
 
 def _csv_model(name: str, seq: int) -> ModelSpec:
+    if name.endswith(".json"):  # a Hugging Face config.json under data/ (models/<name>/config.json)
+        return get_model(str(DATA / name))
     if name in LLAMA_LIKE:
         return llama_like(name, seq)
     bloom = _BLOOM_NAME.fullmatch(name)
