@@ -407,7 +407,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
     from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
 
     text = (Path(__file__).parents[1] / "benchmarks" / "results" /
-            "training-lofo-2026-12-02-stop18.txt").read_text()
+            "training-lofo-2026-12-03-stop19.txt").read_text()
     found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
         r"LOFO rows, stack class ([\w-]+) \(families on modelled devices\): (\d+) rows, median "
         r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
@@ -416,7 +416,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
 
 def test_the_fresh_holdout_error_is_the_scored_sets():
     """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
-    rows of the fourteen hold-out files scored at stops 14 to 18: their median and 90th percentile
+    rows of the fifteen hold-out files scored at stops 14 to 19: their median and 90th percentile
     |error|."""
     import csv
     import re
@@ -433,7 +433,7 @@ def test_the_fresh_holdout_error_is_the_scored_sets():
         (13, 14), (14, 14), (15, 14), (16, 15), (17, 15), (18, 15), (19, 15), (20, 16),
         (21, 16))] + [f"{s}-2026-12-02-stop17" for s in ("data22to24", "data25to26",
                                                         "data27to28", "data29to30")]
-    sets += ["data31-2026-12-02-stop18"]
+    sets += ["data31-2026-12-02-stop18", "data32-2026-12-03-stop19"]
     for name in sets:
         text = root / "results" / f"training-validation-{name}-rows.txt"
         for run, err in re.findall(r"^(\S+)\s+(?:tokens_per_sec_per_gpu|tflops_per_gpu)\b.*?"
