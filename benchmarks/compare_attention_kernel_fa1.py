@@ -7,7 +7,7 @@ Why asked (stop 19): llm-foundry's 2023 benchmark tables ran `attn_impl: triton`
 (scripts/train/benchmarking/submit_benchmarks.py default, not overridden by sweep.sh), the
 pre-MLIR Triton FlashAttention; MosaicGPT's 2023-02 tables ran FlashAttention v1 (FlashMHA); the
 FlashAttention-1 paper's GPT-2 rows ran FlashAttention-1. They are timed with their profiles'
-FlashAttention-2. With those runs timed as `--attention-kernel fa1` (FA1_RUNS below;
+FlashAttention-2. With those runs timed as `--attention-kernel fa1` (fa1_run below;
 estimate.efficiency_attention: half of FA2's ceiling, Dao 2023) against as they are, every
 class's end-to-end factor is refitted
 (fit_training.GRID_NARROW) and scored by leave-one-family-out; printed per variant: the factors

@@ -345,6 +345,8 @@ def test_stated_attention_kernel_slows_only_attention(capsys):
     assert fa1["tokens_per_s"] < fa2["tokens_per_s"]
     assert fa1["assumptions"]["framework"]["attention_kernel"] == "fa1"
     assert fa2["assumptions"]["framework"]["attention_kernel"] == "fa2"
+    assert fa1["assumptions"]["framework"]["attention_kernel_chosen"] == "stated"
+    assert fa2["assumptions"]["framework"]["attention_kernel_chosen"] == "the profile's"
     search = ["train", "llama-3-8b", "--gpus", "8", "--seq-len", "8192", "--search", "--top",
               "1"]
     best = _json(capsys, *search)["top"][0]["tokens_per_s"]
@@ -352,8 +354,10 @@ def test_stated_attention_kernel_slows_only_attention(capsys):
     assert best_fa1 < best  # every searched layout is timed with the stated kernel
 
 
-@pytest.mark.parametrize("extra", [["--attention-kernel", "fa9"],
-                                   ["--attention-kernel", "fa1", "--attention", "naive"]])
+@pytest.mark.parametrize("extra", [["--attention-kernel", "fa9"], ["--attention-kernel", " "],
+                                   ["--attention-kernel", "fa1", "--attention", "naive"],
+                                   ["--attention-kernel", "fa1", "--gpu", "epyc-9654"],
+                                   ["--attention-kernel", "fa2", "--gpu", "tpu-v5p"]])
 def test_bad_attention_kernel_is_one_line_exit_2(extra):
     _one_line_exit_2([*TRAIN, *extra], "--attention-kernel")
 

@@ -13,6 +13,7 @@ import typer
 from gpuplan.errors import InputError, shorten
 from gpuplan.specs import limits
 from gpuplan.specs.device import Device
+from gpuplan.specs.framework import ATTENTION_KERNELS
 from gpuplan.specs.model import ModelSpec
 
 
@@ -124,7 +125,13 @@ def train_rules(ctx: typer.Context, m: ModelSpec, d: Device, opts: dict[str, Any
     if o["no_overlap"] and o.get("overlap") is not None:
         raise limits.ConflictError("--overlap", "--no-overlap", "--no-overlap exposes every "
                                    "collective; --overlap names the ones hidden")
-    if o.get("attention_kernel") is not None and o["attention"] == "naive":
+    kernel = o.get("attention_kernel")
+    if kernel is not None and not kernel.strip():
+        raise InputError("--attention-kernel", kernel, "one of " + ", ".join(ATTENTION_KERNELS))
+    if kernel is not None and d.kind != "gpu":
+        raise InputError("--attention-kernel", kernel, f"a GPU --gpu: the FlashAttention and "
+                         f"cuDNN kernels run on GPUs, and {d.name} is a {d.kind}")
+    if kernel is not None and o["attention"] == "naive":
         raise limits.ConflictError("--attention-kernel", "--attention naive", "naive attention "
                                    "materialises the scores and runs no fused kernel")
     if o["scaling"] and o["ep"] > 1:

@@ -87,6 +87,8 @@ class Framework:
     overlap_stated: str = ""
     """the overlaps the user stated (--overlap, OVERLAPS) in place of the profile's; '' = the
     profile's own"""
+    attention_kernel_stated: bool = False
+    """the attention kernel is the user's (--attention-kernel), not the profile's"""
 
     def with_overlap(self, stated: str | None) -> Framework:
         """This profile with the communication overlaps a launch script states (`--overlap`):
@@ -111,7 +113,7 @@ class Framework:
         if kernel not in ATTENTION_KERNELS:
             raise InputError("--attention-kernel", stated,
                              f"one of {', '.join(ATTENTION_KERNELS)}")
-        return replace(self, attention_kernel=kernel)
+        return replace(self, attention_kernel=kernel, attention_kernel_stated=True)
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
         """The job with this profile's kernels: fused when the stack fuses (or the user asked),
@@ -140,6 +142,8 @@ class Framework:
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "fused": self.fused,
                 "fused_loss": self.fused_loss, "attention_kernel": self.attention_kernel,
+                "attention_kernel_chosen": "stated" if self.attention_kernel_stated
+                else "the profile's",
                 "grad_dtype": self.grad_dtype, "fp8_grad_dtype": self.fp8_grad_dtype,
                 "grad_reduce_dtype": self.grad_reduce_dtype,
                 "tp_comm_overlap": self.tp_comm_overlap,
