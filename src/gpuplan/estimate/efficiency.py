@@ -69,6 +69,11 @@ class Efficiency:
     """share of the dense peak attention kernels reach (scores and values matmuls)"""
     attention_kernel: str = "fa2"
     """which attention implementation the ceiling is for (fa2, fa3, cudnn, sdpa)"""
+    attention_length: bool = False
+    """read the ceiling as the kernel's long-sequence rate, each call reaching less of it by
+    its key loop's length (efficiency_attention.length_factor). Off: tried at stop 20 and not
+    kept (leave-one-family-out p90 24.1 -> 24.9 %, benchmarks/compare_attention_length.py);
+    meant for GPUs only (a CPU's attention is blocked BLAS GEMMs at the matmul rate)"""
     end_to_end: float = 1.0
     """share of the kernel ceilings that tensor-core ops (matmul and attention) realise inside a
     whole training step (sustained clocks under load, kernel gaps, framework work between
@@ -161,7 +166,8 @@ class Efficiency:
             "matmul_ceiling": self.matmul_ceiling, "fp8_ceiling": self.fp8_ceiling,
             "memory_ceiling": self.memory_ceiling, "vector_ceiling": self.vector_ceiling,
             "attention_ceiling": self.attention_ceiling,
-            "attention_kernel": self.attention_kernel, "end_to_end": self.end_to_end,
+            "attention_kernel": self.attention_kernel,
+            "attention_length_factor": self.attention_length, "end_to_end": self.end_to_end,
             "end_to_end_applies_to": "matmul and attention ops",
             "gemm_quantization": self.gemm_quantization,
             "gemm_epilogue": self.gemm_epilogue,

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from gpuplan.estimate.efficiency import Efficiency, default_efficiency
+from gpuplan.estimate.efficiency_attention import length_factor
 from gpuplan.estimate.efficiency_gemm import output_elements
 from gpuplan.ops.op import MATMUL_KINDS, Op, OpList
 from gpuplan.specs.device import Device
@@ -92,7 +93,11 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> OpTime:
         if op.kind == "attention" and "attention" in eff.measured:  # measured fused kernel
             peak, share = eff.measured["attention"], 1.0
         elif op.kind == "attention":
-            share = min(share, eff.attention_ceiling)
+            ceiling = eff.attention_ceiling
+            if eff.attention_length and "kernel_keys" in op.meta:
+                ceiling *= length_factor(op.meta["kernel_keys"], op.meta.get("causal", 0) > 0,
+                                         op.phase == "backward")
+            share = min(share, ceiling)
         share *= eff.end_to_end
     else:
         peak = vector_peak(device)
@@ -117,7 +122,7 @@ def roofline(ops: OpList, device: Device, efficiency: Efficiency | None = None,
     rows = []
     for o in ops:
         key = (o.kind, o.dtype, o.executed_flops, o.bytes_read, o.bytes_written, o.count,
-               o.kernels, o.shape)
+               o.kernels, o.shape, o.meta.get("kernel_keys"), o.phase)
         hit = cache.get(key)
         if hit is None:
             hit = cache[key] = op_time(o, device, eff)

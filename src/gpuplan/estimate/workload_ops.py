@@ -65,7 +65,7 @@ def attainable(eff: Efficiency) -> Efficiency:
     """The bound: the ceilings themselves, no size curves, no launch overhead."""
     return replace(eff, size_dependent=False, kernel_overhead_s=0.0, end_to_end=1.0,
                    matmul_ceiling=1.0, memory_ceiling=1.0, vector_ceiling=1.0,
-                   attention_ceiling=1.0)
+                   attention_ceiling=1.0, attention_length=False)
 
 
 OPTIMIZER_KINDS = {"adamw": "adamw", "adam": "adam", "sgd": "sgd", "adafactor": "adafactor"}

@@ -63,7 +63,8 @@ class Ctx:
     def op(self, name: str, kind: OpKind, flops: float, read: float, written: float,
            saved: float = 0.0, useful: float | None = None, shape: str = "",
            kernels: int = 1, skips_masked: bool = False, dtype: str | None = None,
-           backward: bool = False, fused_bytes: tuple[float, float] | None = None) -> None:
+           backward: bool = False, fused_bytes: tuple[float, float] | None = None,
+           meta: dict[str, float] | None = None) -> None:
         phase: Phase = "backward" if backward else self.phase
         if kind == "attention" and self.train and self.dtype == "fp8" and dtype is None:
             dtype = "bf16"  # Transformer Engine's FP8 recipes keep attention in 16 bits
@@ -76,8 +77,8 @@ class Ctx:
             useful_flops=useful, layer=self.layer, shape=shape,
             fusable=kind in ("elementwise", "norm", "softmax") and not backward, kernels=kernels,
             skips_masked=skips_masked,
-            meta={"fused_read": fused_bytes[0], "fused_written": fused_bytes[1]}
-            if fused_bytes and kernels > 1 else {},
+            meta={**({"fused_read": fused_bytes[0], "fused_written": fused_bytes[1]}
+                     if fused_bytes and kernels > 1 else {}), **(meta or {})},
         )
         (self.bwd if backward else self.fwd).append(op)
 
@@ -289,14 +290,18 @@ def gated_unit(c: Ctx, name: str, act: str, elems: float) -> None:
 
 def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk: int, dv: int,
                     causal: bool, useful_keys: float, qkv_saved: float | None = None,
-                    recomputed: bool = False) -> None:
+                    recomputed: bool = False, calls: int = 1) -> None:
     """FlashAttention (Dao et al. 2022/2023): scores stay on chip; reads q, k, v, writes the
     output and an fp32 log-sum-exp per row; keeps q, k, v, out, lse for backward, O(s) extra.
     FLOPs: 2·b·h·s_q·s_k·(d_qk + d_v) forward, recompute + 4 matmuls backward (2.5x).
     `recomputed`: the core runs inside a checkpoint (Megatron-Core selective recompute of
     core_attn: tensor_parallel.checkpoint saves its inputs q, k, v and reruns the kernel in
-    backward), so out and lse are not kept by it."""
+    backward), so out and lse are not kept by it. `calls`: kernel calls the keys are split
+    over (context parallelism's ring steps, Liu et al. 2023): each call's key loop is
+    useful_keys / calls long, which the roofline's length factor reads from the op's meta
+    (estimate/efficiency_attention.py)."""
     e = c.e
+    kernel = {"kernel_keys": useful_keys / max(1, calls), "causal": 1.0 if causal else 0.0}
     q, k, v = b * sq * h * dqk, b * sk * hkv * dqk, b * sk * hkv * dv
     out, lse = b * sq * h * dv, b * h * sq * FP32
     flops = 2 * b * h * sq * sk * (dqk + dv)
@@ -305,12 +310,12 @@ def attention_flash(c: Ctx, b: float, sq: int, sk: float, h: int, hkv: int, dqk:
     qkv_saved = (q + k + v) * e if qkv_saved is None else qkv_saved
     c.op("attn.core", "attention", flops, (q + k + v) * e, out * e + lse,
          saved=qkv_saved + (0.0 if recomputed else out * e + lse), useful=useful, shape=shape,
-         skips_masked=True)
+         skips_masked=True, meta=kernel)
     if c.train:
         bflops = 2 * b * h * sq * sk * (3 * dqk + 2 * dv)
         c.op("attn.core", "attention", bflops, (q + k + v + 2 * out) * e + lse,
              (q + k + v) * e, useful=bflops * useful / flops if flops else 0.0, shape=shape,
-             skips_masked=True, backward=True)
+             skips_masked=True, backward=True, meta=kernel)
 
 
 def attention_naive(c: Ctx, b: float, s: int, h: int, dqk: int, dv: int, causal: bool,

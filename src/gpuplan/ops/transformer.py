@@ -117,7 +117,7 @@ def _attention(c: Ctx, m: ModelSpec, impl: Impl, b: int, seq_len: int, window: i
         selective = impl.recompute == "selective" and c.train
         blocks.attention_flash(c, b, s, seq_len, h, hkv, dqk, dv, m.causal, useful,
                                qkv_saved=_flash_qkv_saved(m, impl, t, h, hkv) * e,
-                               recomputed=selective)
+                               recomputed=selective, calls=impl.cp)
         # flash kernels write their output in q's layout, (b, s, h, d) after a RoPE computed
         # on the transposed projection: the output projection reads it without a copy and
         # keeps it itself only when the core does not (selective recompute). A RoPE rebuilt
