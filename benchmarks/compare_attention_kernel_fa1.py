@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
 import validate_training as vt
-from compare_attention_scale import GRID_NARROW
 from training_runs import TrainingRun
 
 from gpuplan.estimate.memory import TrainConfig
@@ -56,7 +55,7 @@ def main() -> None:
         if variant == "as fa1":
             vt.run_framework = as_fa1
         try:
-            tables = ft.grid_errors(grid=GRID_NARROW)
+            tables = ft.grid_errors(grid=ft.GRID_NARROW)
         finally:
             vt.run_framework = as_they_are
         line, left_out = ft.lofo_table_row(variant, tables)

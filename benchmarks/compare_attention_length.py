@@ -8,7 +8,7 @@ Why asked: the attention ceilings were one number per device and kernel, whateve
 length, while FlashAttention kernels are measured to run 20-40 % below their long-sequence rate
 at 1-2k tokens (the Triton tutorial's published sweep the overhead constants are fitted to), and
 context parallelism splits each query's keys over cp ring steps, so each kernel call is shorter.
-Both variants refit every class's end-to-end factor (GRID_NARROW) and score by
+Both variants refit every class's end-to-end factor (fit_training.GRID_NARROW) and score by
 leave-one-family-out; printed per variant: the factors fitted on all families, the median over
 families of the left-out family's median |error|, and the pooled left-out rows' median and 90th
 percentile; then the families whose left-out median moves by 2 points or more.
@@ -20,7 +20,6 @@ the pooled p90 both improve, and the pooled median worsens by at most 0.2 points
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,27 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
 
-import gpuplan.estimate.efficiency as efficiency
-from gpuplan.estimate.efficiency import Efficiency
-from gpuplan.specs.device import Device
-
-GRID_NARROW: tuple[float, ...] = tuple(round(0.56 + 0.02 * i, 2) for i in range(20))
-"""0.56 .. 0.94: every factor fitted so far lies inside"""
-
-
-def with_length(on: bool) -> Callable[..., Efficiency]:
-    """training_efficiency with the attention length factor on or off."""
-    base = efficiency.training_efficiency
-
-    def training_efficiency(device: Device, attention_kernel: str = "fa2",
-                            end_to_end: float | None = None) -> Efficiency:
-        eff = base(device, attention_kernel, end_to_end)
-        return replace(eff, attention_length=on and device.kind == "gpu")
-    return training_efficiency
-
 
 def main() -> None:
-    original = efficiency.training_efficiency
     print(f"Attention length factor by leave-one-family-out over "
           f"{len(ft.CALIBRATION_FAMILIES)} calibration families")
     print("| length factor | factors fitted on all | left-out median over families | "
@@ -56,11 +36,8 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     per_family = {}
     for on in (False, True):
-        efficiency.training_efficiency = with_length(on)
-        try:
-            tables = ft.grid_errors(grid=GRID_NARROW)
-        finally:
-            efficiency.training_efficiency = original
+        tables = ft.grid_errors_with(
+            lambda eff, device, on=on: replace(eff, attention_length=on and device.kind == "gpu"))
         line, left_out = ft.lofo_table_row("on" if on else "off", tables)
         per_family[on] = {r.family: r.median_abs_error_pct for r in left_out}
         print(line, flush=True)

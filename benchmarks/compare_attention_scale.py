@@ -17,7 +17,6 @@ adopted only if it improves all three statistics over K = 1.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,39 +24,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_training as ft
 
-import gpuplan.estimate.efficiency as efficiency
-from gpuplan.estimate.efficiency import Efficiency
-from gpuplan.specs.device import Device
-
 SCALES: tuple[float, ...] = (1.0, 0.95, 0.925, 0.85, 0.7)
-GRID_NARROW: tuple[float, ...] = tuple(round(0.56 + 0.02 * i, 2) for i in range(20))
-"""0.56 .. 0.94: every factor fitted so far lies inside"""
-
-
-def scaled(k: float) -> Callable[..., Efficiency]:
-    """training_efficiency with every attention ceiling times `k`."""
-    base = efficiency.training_efficiency
-
-    def training_efficiency(device: Device, attention_kernel: str = "fa2",
-                            end_to_end: float | None = None) -> Efficiency:
-        eff = base(device, attention_kernel, end_to_end)
-        return replace(eff, attention_ceiling=eff.attention_ceiling * k)
-    return training_efficiency
-
-
 def main() -> None:
-    original = efficiency.training_efficiency
     print(f"Attention-ceiling scale by leave-one-family-out over {len(ft.CALIBRATION_FAMILIES)} "
           "calibration families")
     print("| attention scale K | factors fitted on all | left-out median over families | "
           "pooled left-out rows | median | p90 |")
     print("| ---: | --- | ---: | ---: | ---: | ---: |")
     for k in SCALES:
-        efficiency.training_efficiency = scaled(k)
-        try:
-            tables = ft.grid_errors(grid=GRID_NARROW)
-        finally:
-            efficiency.training_efficiency = original
+        tables = ft.grid_errors_with(
+            lambda eff, _device, k=k: replace(eff, attention_ceiling=eff.attention_ceiling * k))
         line, _ = ft.lofo_table_row(f"{k:.3g}", tables)
         print(line, flush=True)
 

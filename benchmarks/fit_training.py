@@ -37,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_runs import CALIBRATION_FAMILIES, NOT_FITTED_FAMILIES, RUNS, run_device
 from validate_training import Row, _percentile, run_all, split_of
 
-from gpuplan.estimate.efficiency import stack_class
+import gpuplan.estimate.efficiency as efficiency
+from gpuplan.estimate.efficiency import Efficiency, stack_class
+from gpuplan.specs.device import Device
 from gpuplan.specs.framework import get_framework
 
 CLASSES: tuple[str, ...] = ("pytorch", "megatron", "megatron-lm-hopper")
@@ -158,6 +160,26 @@ def lofo_rows(tables: dict[str, ErrorTable],
             if f not in skip and any(t[e].get(f) for e in t):
                 out[c] += t[fit(t, others)].get(f, [])
     return out
+
+
+GRID_NARROW: tuple[float, ...] = tuple(round(0.56 + 0.02 * i, 2) for i in range(20))
+"""0.56 .. 0.94: every factor fitted so far lies inside (the compare_*.py experiments)"""
+
+
+def grid_errors_with(transform: Callable[[Efficiency, Device], Efficiency],
+                     grid: tuple[float, ...] = GRID_NARROW) -> dict[str, ErrorTable]:
+    """grid_errors with every training efficiency passed through `transform` (a modelling
+    variant under test); the library's training_efficiency is restored afterwards."""
+    base = efficiency.training_efficiency
+
+    def variant(device: Device, attention_kernel: str = "fa2",
+                end_to_end: float | None = None) -> Efficiency:
+        return transform(base(device, attention_kernel, end_to_end), device)
+    efficiency.training_efficiency = variant  # type: ignore[assignment]
+    try:
+        return grid_errors(grid=grid)
+    finally:
+        efficiency.training_efficiency = base
 
 
 def lofo_table_row(label: str, tables: dict[str, ErrorTable]) -> tuple[str, list[FamilyResult]]:
