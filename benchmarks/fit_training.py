@@ -162,6 +162,34 @@ def lofo_rows(tables: dict[str, ErrorTable],
     return out
 
 
+def row_labels(label: Callable[[Row], str],
+               families: tuple[str, ...] = CALIBRATION_FAMILIES) -> dict[str, dict[str, list[str]]]:
+    """Per class and family, `label` of each primary row, in the order class_tables lists
+    their errors (a label must not depend on the end-to-end factor: rows are predicted once)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for rows in grid_rows(families, grid=(GRID[0],)).values():
+        for r in rows:
+            if r.metric.primary and r.error_pct is not None:
+                out.setdefault(row_class(r), {}).setdefault(r.run.family, []).append(label(r))
+    return out
+
+
+def lofo_rows_by(tables: dict[str, ErrorTable], labels: dict[str, dict[str, list[str]]],
+                 skip: frozenset[str] = NOT_FITTED_FAMILIES) -> dict[str, list[float]]:
+    """lofo_rows pooled over the classes and split by each row's label (row_labels)."""
+    fams = [f for f in CALIBRATION_FAMILIES
+            if any(t[e].get(f) for t in tables.values() for e in t)]
+    out: dict[str, list[float]] = {}
+    for f in fams:
+        others = [g for g in fams if g != f]
+        for c, t in tables.items():
+            if f in skip or not any(t[e].get(f) for e in t):
+                continue
+            for lab, err in zip(labels[c][f], t[fit(t, others)].get(f, []), strict=True):
+                out.setdefault(lab, []).append(err)
+    return out
+
+
 GRID_NARROW: tuple[float, ...] = tuple(round(0.56 + 0.02 * i, 2) for i in range(20))
 """0.56 .. 0.94: every factor fitted so far lies inside (the compare_*.py experiments)"""
 

@@ -58,6 +58,7 @@ from training_runs import (  # noqa: E402
     run_device,
 )
 
+from gpuplan.estimate.accuracy import REGIMES, training_regime  # noqa: E402
 from gpuplan.estimate.efficiency import Efficiency, framework_efficiency  # noqa: E402
 from gpuplan.estimate.memory import TrainConfig  # noqa: E402
 from gpuplan.estimate.training import StepResult, step_time  # noqa: E402
@@ -398,7 +399,15 @@ def library_version() -> dict[str, Any]:
 # ---- main ---------------------------------------------------------------------------------
 
 def print_lofo(as_markdown: bool) -> int:
-    from fit_training import fit_classes, grid_errors, lofo, lofo_rows, objective
+    from fit_training import (
+        fit_classes,
+        grid_errors,
+        lofo,
+        lofo_rows,
+        lofo_rows_by,
+        objective,
+        row_labels,
+    )
 
     tables = grid_errors()
     res = lofo(tables)
@@ -429,7 +438,20 @@ def print_lofo(as_markdown: bool) -> int:
         print(f"LOFO rows, stack class {c} (families on modelled devices): {len(errs)} rows, "
               f"median |error| "
               f"{_percentile(errs, 50):.1f} %, p90 {_percentile(errs, 90):.1f} %")
+    by_regime = lofo_rows_by(tables, row_labels(row_regime))
+    for regime in REGIMES:
+        errs = by_regime.get(regime, [])
+        if errs:
+            print(f"LOFO rows, regime {regime} (families on modelled devices, every class): "
+                  f"{len(errs)} rows, median |error| {_percentile(errs, 50):.1f} %, "
+                  f"p90 {_percentile(errs, 90):.1f} %")
     return 0
+
+
+def row_regime(r: Row) -> str:
+    """The regime (estimate.accuracy.training_regime) of a row's job as its stack runs it."""
+    _, cfg = run_framework(r.run)
+    return training_regime(cfg, r.run.num_gpus, r.run.gpus_per_node)
 
 
 def main(argv: list[str] | None = None) -> int:

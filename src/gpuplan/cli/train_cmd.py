@@ -153,6 +153,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """How long a training step and run take on N GPUs, MFU, and where the time goes."""
+        from gpuplan.estimate.accuracy import training_regime
         from gpuplan.estimate.efficiency import (
             auto_retime,
             framework_efficiency,
@@ -205,7 +206,8 @@ def register(app: typer.Typer) -> None:
                              profile=prof, price=price)
         res.extra_assumptions["framework"] = fw.describe()
         res.extra_assumptions["accuracy"] = held_out_accuracy(
-            stack_class(fw.end_to_end_class, d))
+            stack_class(fw.end_to_end_class, d),
+            training_regime(cfg, cluster.gpus, cluster.gpus_per_node))
         if sharding:
             res.extra_assumptions["sharding"] = sharding
         r = res.to_json()

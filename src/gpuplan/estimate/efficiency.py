@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.estimate.accuracy import regime_accuracy
 from gpuplan.estimate.efficiency_attention import attention_ceiling
 from gpuplan.estimate.efficiency_gemm import shape_efficiency
 from gpuplan.ops.op import Op
@@ -272,10 +273,10 @@ HELD_OUT_ERROR_BY_STACK: dict[str, tuple[float, float, int]] = {
 """Per stack class: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family (source x device) left out of
 the end-to-end fit (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-03-stop19.txt; families on device configurations the
+benchmarks/results/training-lofo-2026-12-03-stop21.txt; families on device configurations the
 catalog does not model excluded): what a run from a source the model has not seen can expect."""
 HELD_OUT_ERROR_SOURCE = ("leave-one-family-out over the published training runs of the "
-                         "calibration set (benchmarks/results/training-lofo-2026-12-03-stop19.txt)")
+                         "calibration set (benchmarks/results/training-lofo-2026-12-03-stop21.txt)")
 FRESH_HOLDOUT_ERROR: tuple[float, float, int] = (9.2, 44.0, 189)
 """(median, p90) |error| % of tokens/s and the run count of the A100/H100 runs in the fresh
 hold-out sets scored since stop 14, each scored once with the model of its day (stop 14:
@@ -306,12 +307,14 @@ def stack_class(profile_class: str, device: Device) -> str:
     return profile_class
 
 
-def held_out_accuracy(cls: str) -> dict[str, object]:
+def held_out_accuracy(cls: str, regime: str | None = None) -> dict[str, object]:
     """The step-time error a user should expect for a stack of `cls`
-    (HELD_OUT_ERROR_BY_STACK), as printed with every training estimate."""
+    (HELD_OUT_ERROR_BY_STACK), as printed with every training estimate; with `regime`
+    (estimate.accuracy.training_regime of the job) also that of the published runs in it."""
     median, p90, rows = HELD_OUT_ERROR_BY_STACK[cls]
     f_med, f_p90, f_rows = FRESH_HOLDOUT_ERROR
-    return {"stack_class": cls, "median_abs_error_pct": median,
+    extra = {"regime": regime_accuracy(regime)} if regime is not None else {}
+    return {**extra, "stack_class": cls, "median_abs_error_pct": median,
             "p90_abs_error_pct": p90, "rows": rows, "basis": HELD_OUT_ERROR_SOURCE,
             "fresh_holdout": {"median_abs_error_pct": f_med, "p90_abs_error_pct": f_p90,
                               "rows": f_rows, "basis": "A100/H100 runs of the stop-14 to stop-19 "

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.estimate.accuracy import training_regime
 from gpuplan.estimate.efficiency import Efficiency, auto_retime, held_out_accuracy, stack_class
 from gpuplan.estimate.latency import step_model
 from gpuplan.estimate.memory import TrainConfig, train_memory
@@ -78,7 +79,8 @@ def plan_train(m: ModelSpec, d: Device, base: TrainConfig, inp: PlanInputs,
     if framework is not None:
         out.extra_assumptions["framework"] = framework
         out.extra_assumptions["accuracy"] = held_out_accuracy(
-            stack_class(framework["end_to_end_class"], d))
+            stack_class(framework["end_to_end_class"], d),
+            training_regime(cfg, cluster.gpus, cluster.gpus_per_node))
     return out
 
 

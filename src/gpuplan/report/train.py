@@ -71,6 +71,13 @@ def render_train(con: Console, r: dict[str, Any]) -> None:
                   f"({acc['rows']} runs); on the latest fresh hold-out runs on A100/H100, "
                   f"{fresh['median_abs_error_pct']:g} % and {fresh['p90_abs_error_pct']:g} % "
                   f"({fresh['rows']} runs).")
+        reg = acc.get("regime")
+        if reg:
+            why = (f": data-parallel syncs across nodes every < {reg['sync_tokens_cut']:,} "
+                   "tokens per rank" if reg["regime"].endswith("heavy") else "")
+            con.print(f"Runs like this one ({reg['regime']}{why}): "
+                      f"{reg['median_abs_error_pct']:g} % median, {reg['p90_abs_error_pct']:g} % "
+                      f"in 9 of 10 ({reg['rows']} published runs, their source left out).")
     if r.get("scaling"):
         s = table("scaling (data parallel; per-GPU batch fixed)",
                   [("GPUs", "right"), ("tokens/s", "right"), ("speedup", "right"),
