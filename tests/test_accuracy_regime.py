@@ -77,7 +77,16 @@ def test_a_communication_heavy_job_prints_its_regime_error(capsys):
 
 
 def test_plan_states_the_regime_of_the_layout_it_chose(capsys):
-    assert main(["plan", "llama-3-8b", "--json"]) == 0
+    """plan's first advice line carries the expected error of the regime its chosen layout is
+    in, as its training estimate's assumptions say."""
+    assert main(["plan", "llama-3-8b", "--gpus", "64", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    text = json.dumps(doc)
-    assert '"regime": "one node"' in text
+    train = doc["train"]
+    reg = train["assumptions"]["accuracy"]["regime"]
+    layout = train["layout"]
+    cfg = TrainConfig(micro_batch=layout["micro_batch"], seq_len=layout["seq_len"],
+                      global_batch=train["global_batch"], dp=layout["dp"], tp=layout["tp"],
+                      pp=layout["pp"], cp=layout["cp"], zero=layout["zero"])
+    assert reg["regime"] == training_regime(cfg, 64, 8)
+    assert f"Published runs like this ({reg['regime']})" in doc["advice"][0]
+    assert f"{reg['p90_abs_error_pct']:g} % in 9 of 10" in doc["advice"][0]

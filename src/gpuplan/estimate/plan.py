@@ -182,6 +182,16 @@ def _cheapest(rows: list[dict[str, Any]], goal: str, key: str) -> dict[str, Any]
     return min(ok, key=lambda r: r[goal][key]) if ok else None
 
 
+def _expected_error(t: dict[str, Any]) -> str:
+    """' Expected error ...' of the training estimate's regime (estimate.accuracy), or ''."""
+    reg = t.get("assumptions", {}).get("accuracy", {}).get("regime")
+    if not reg:
+        return ""
+    return (f" Published runs like this ({reg['regime']}) were predicted within "
+            f"{reg['median_abs_error_pct']:g} % (median), {reg['p90_abs_error_pct']:g} % in 9 "
+            "of 10.")
+
+
 def train_advice(t: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     out = []
     lay = t["layout"]
@@ -190,7 +200,8 @@ def train_advice(t: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
                    f"pp {lay['pp']}, cp {lay['cp']}, ZeRO-{lay['zero']}, micro-batch "
                    f"{lay['micro_batch']}, recompute {lay['recompute']}: step "
                    f"{t['step_time_s']:.3g} s, MFU {t['mfu']:.0%}, "
-                   f"{_days(t['run']['wall_time_s'])}, {_usd(t['cost_usd'])}.")
+                   f"{_days(t['run']['wall_time_s'])}, {_usd(t['cost_usd'])}."
+                   + _expected_error(t))
     else:
         out.append(f"Training does not fit on {t['gpus']} x {t['device']} in any layout: "
                    "use more GPUs or a larger-memory device (see options).")
