@@ -70,3 +70,22 @@ def test_goals_map_to_evaluators_and_serve_is_not_yet_one() -> None:
     assert set(EVALUATORS) == {"pretrain", "finetune", "lora", "qlora"}
     with pytest.raises(InputError, match="goal"):
         make_goal(get_model("gpt2"), "serve")
+
+
+def test_a_searched_row_over_its_capacity_says_it_may_not_fit() -> None:
+    """A layout whose predicted peak exceeds the GPU's memory but is within the memory model's
+    error band counts as fitting ('tight'); its row must say so, not print 'X of Y GB' with X >
+    Y as if that were room to spare."""
+    import re
+
+    rows = _rank("llama-3-8b", "pretrain")["ranking"]
+    searched = [o for o in rows if o["method"] == "search" and o["fits"]]
+    assert searched
+    tight = 0
+    for o in searched:
+        m = re.search(r"(?:predicted )?([\d.]+) of ([\d.]+) GB", o["why"])
+        assert m, o["why"]
+        if float(m[1]) > float(m[2]):
+            tight += 1
+            assert "may not fit" in o["why"], o["why"]
+    assert tight  # this goal has such rows (RTX-4090 x 32, H100-PCIE x 8 at the time of writing)

@@ -27,6 +27,7 @@ from gpuplan.estimate.memory import (
     lora_states,
     not_out_of_memory,
     train_memory,
+    verdict_note,
 )
 from gpuplan.estimate.partition import stages
 from gpuplan.estimate.search import search
@@ -135,8 +136,11 @@ def _finish(o: Option, g: Goal, rate: float | None) -> Option:
 def _describe(step: StepResult, cfg: TrainConfig, n: int, device: Device) -> str:
     b, t = step.breakdown, step.step_time_s or 1.0
     comm = {k: v / t for k, v in b.items() if k != "compute" and v / t >= 0.05}
-    parts = [f"MFU {step.mfu:.0%}" if step.mfu else "", f"{step.memory.total_bytes / 1e9:.0f} "
-             f"of {device.capacity_bytes / 1e9:.0f} GB per GPU"]
+    mem = step.memory
+    parts = [f"MFU {step.mfu:.0%}" if step.mfu else "",
+             verdict_note(mem.total_bytes, mem.capacity_bytes, mem.band)
+             if mem.verdict == "tight" else
+             f"{mem.total_bytes / 1e9:.0f} of {mem.capacity_bytes / 1e9:.0f} GB per GPU"]
     nodes = math.ceil(n / 8)
     if nodes > 1:
         net = device.scale_out.name if device.scale_out else "100 Gb/s Ethernet (assumed)"
