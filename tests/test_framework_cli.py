@@ -420,7 +420,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
 
 def test_the_fresh_holdout_error_is_the_scored_sets():
     """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
-    rows of the fifteen hold-out files scored at stops 14 to 19: their median and 90th percentile
+    rows of the sixteen hold-out files scored at stops 14 to 21: their median and 90th percentile
     |error|."""
     import csv
     import re
@@ -430,14 +430,16 @@ def test_the_fresh_holdout_error_is_the_scored_sets():
     from gpuplan.estimate.efficiency import FRESH_HOLDOUT_ERROR
 
     root = Path(__file__).parents[1] / "benchmarks"
-    with (root / "data" / "training_calibration.csv").open() as f:
-        device = {r["run_id"]: r["device"] for r in csv.DictReader(f)}
+    device = {}
+    for name in ("training_calibration.csv", "training_validation.csv"):
+        with (root / "data" / name).open() as f:
+            device.update({r["run_id"]: r["device"] for r in csv.DictReader(f)})
     errs = []
     sets = [f"data{n}-2026-12-02-stop{stop}" for n, stop in (
         (13, 14), (14, 14), (15, 14), (16, 15), (17, 15), (18, 15), (19, 15), (20, 16),
         (21, 16))] + [f"{s}-2026-12-02-stop17" for s in ("data22to24", "data25to26",
                                                         "data27to28", "data29to30")]
-    sets += ["data31-2026-12-02-stop18", "data32-2026-12-03-stop19"]
+    sets += ["data31-2026-12-02-stop18", "data32-2026-12-03-stop19", "data33-2026-12-04-stop21"]
     for name in sets:
         text = root / "results" / f"training-validation-{name}-rows.txt"
         for run, err in re.findall(r"^(\S+)\s+(?:tokens_per_sec_per_gpu|tflops_per_gpu)\b.*?"
