@@ -1277,6 +1277,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "hf-accelerate-blog-a100-2406",
     # the stop-19 set, scored once (...-data32-2026-12-03-stop19*.txt), promoted at stop 19
     "gh-mbridge-verifcards-h100-2607", "gh-minllm-deepspeed-a100-2207",
+    # the stop-21 set, scored once (...-data33-2026-12-04-stop21*.txt), promoted at stop 21
+    "moezoo-mcore-qwen3-h100-2511", "fmsacc-hf-a100-2502",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1288,7 +1290,8 @@ at stop 15, the stop-16 sets (...-data20-...-stop16*.txt, ...-data21-...) at sto
 stop-17 sets data22 to data24 (...-data22to24-...-stop17*.txt, scored together), data25 to
 data26 (...-data25to26-...-stop17*.txt), data27 to data28 (...-data27to28-...) and data29 to
 data30 (...-data29to30-...) at stop 17, the stop-18 set data31 (...-data31-...-stop18*.txt) at
-stop 18, the stop-19 set data32 (...-data32-...-stop19*.txt) at stop 19.
+stop 18, the stop-19 set data32 (...-data32-...-stop19*.txt) at stop 19, the stop-21 set data33
+(...-data33-...-stop21*.txt) at stop 21.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""

@@ -411,7 +411,7 @@ def test_the_held_out_error_is_the_committed_lofo_result():
     from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
 
     text = (Path(__file__).parents[1] / "benchmarks" / "results" /
-            "training-lofo-2026-12-03-stop21.txt").read_text()
+            "training-lofo-2026-12-04-stop21.txt").read_text()
     found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
         r"LOFO rows, stack class ([\w-]+) \(families on modelled devices\): (\d+) rows, median "
         r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}

@@ -53,12 +53,12 @@ def training_regime(cfg: TrainConfig, gpus: int, gpus_per_node: int) -> str:
 
 
 HELD_OUT_ERROR_BY_REGIME: dict[str, tuple[float, float, int]] = {
-    "one node": (7.7, 23.2, 321), "multi-node": (7.1, 21.9, 424),
+    "one node": (7.7, 23.0, 325), "multi-node": (7.1, 21.9, 425),
     "multi-node, communication-heavy": (11.3, 58.4, 95)}
 """Per regime: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family left out of the end-to-end fit,
 every stack class pooled (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-03-stop21.txt; families on device configurations the
+benchmarks/results/training-lofo-2026-12-04-stop21.txt; families on device configurations the
 catalog does not model excluded, as for HELD_OUT_ERROR_BY_STACK)."""
 
 
@@ -68,4 +68,4 @@ def regime_accuracy(regime: str) -> dict[str, object]:
     return {"regime": regime, "median_abs_error_pct": median, "p90_abs_error_pct": p90,
             "rows": rows, "sync_tokens_cut": COMM_HEAVY_SYNC_TOKENS,
             "basis": "leave-one-family-out over the calibration runs of this regime, every "
-                     "stack class (benchmarks/results/training-lofo-2026-12-03-stop21.txt)"}
+                     "stack class (benchmarks/results/training-lofo-2026-12-04-stop21.txt)"}

@@ -268,15 +268,15 @@ TRAINING_END_TO_END = END_TO_END_BY_STACK["pytorch"]
 
 
 HELD_OUT_ERROR_BY_STACK: dict[str, tuple[float, float, int]] = {
-    "pytorch": (9.1, 26.6, 400), "megatron": (6.7, 23.0, 414),
+    "pytorch": (9.1, 26.4, 404), "megatron": (6.8, 23.0, 415),
     "megatron-lm-hopper": (5.4, 12.3, 26)}
 """Per stack class: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family (source x device) left out of
 the end-to-end fit (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-03-stop21.txt; families on device configurations the
+benchmarks/results/training-lofo-2026-12-04-stop21.txt; families on device configurations the
 catalog does not model excluded): what a run from a source the model has not seen can expect."""
 HELD_OUT_ERROR_SOURCE = ("leave-one-family-out over the published training runs of the "
-                         "calibration set (benchmarks/results/training-lofo-2026-12-03-stop21.txt)")
+                         "calibration set (benchmarks/results/training-lofo-2026-12-04-stop21.txt)")
 FRESH_HOLDOUT_ERROR: tuple[float, float, int] = (9.2, 46.0, 194)
 """(median, p90) |error| % of tokens/s and the run count of the A100/H100 runs in the fresh
 hold-out sets scored since stop 14, each scored once with the model of its day (stop 14:

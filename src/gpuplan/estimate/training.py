@@ -293,8 +293,11 @@ def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll,
     tp_full = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
                     min(cfg.tp, gpn)) if cfg.tp > 1 else 0.0)
     ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.tp)))
+    # each rank dispatches the tokens it holds: with sequence parallelism its 1/tp shard of the
+    # sequence (the [s/tp, b, h] layout of Korthikanti et al. 2022 §4.2.2 that Megatron-Core's
+    # MoE layer receives and its token dispatcher permutes), else the whole sequence
     a2a = (coll("expert parallel dispatch/combine", "all_to_all",
-                t_tok * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
+                t_tok * loc.rep * m.experts_per_token * m.hidden_size * e, cfg.ep, ep_local)
            if m.is_moe and cfg.ep > 1 else 0.0)
     cp_layer = 0.0
     if cfg.cp > 1:
