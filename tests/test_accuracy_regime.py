@@ -12,10 +12,12 @@ from gpuplan.cli.main import main
 from gpuplan.estimate.accuracy import (
     COMM_HEAVY_SYNC_TOKENS,
     HELD_OUT_ERROR_BY_REGIME,
+    LOFO_RESULTS,
     REGIMES,
     sync_tokens_per_rank,
     training_regime,
 )
+from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
 from gpuplan.specs.workload import TrainConfig
 
 
@@ -46,16 +48,21 @@ def test_training_regime(cfg, gpus, gpn, regime):
     assert training_regime(cfg, gpus, gpn) == regime
 
 
-def test_the_regime_error_is_the_committed_lofo_result():
-    """HELD_OUT_ERROR_BY_REGIME must be what `validate_training.py --lofo` wrote in the results
-    file its docstring names (regenerate both together)."""
-    text = (Path(__file__).parents[1] / "benchmarks" / "results" /
-            "training-lofo-2026-12-04-stop21.txt").read_text()
-    found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
-        r"LOFO rows, regime (.+?) \(families on modelled devices, every class\): (\d+) rows, "
-        r"median \|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
-    assert found == HELD_OUT_ERROR_BY_REGIME
-    assert set(found) == set(REGIMES)
+def _committed_lofo(kind: str) -> dict[str, tuple[float, float, int]]:
+    """{label: (median, p90, rows)} of the `kind` lines ('stack class' or 'regime') of the
+    results file LOFO_RESULTS names."""
+    text = (Path(__file__).parents[1] / LOFO_RESULTS).read_text()
+    return {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
+        rf"LOFO rows, {kind} (.+?) \(families on modelled devices(?:, every class)?\): (\d+) "
+        r"rows, median \|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
+
+
+def test_the_held_out_errors_are_the_committed_lofo_result():
+    """HELD_OUT_ERROR_BY_STACK and HELD_OUT_ERROR_BY_REGIME must be what `validate_training.py
+    --lofo` wrote in LOFO_RESULTS (regenerate them together)."""
+    assert _committed_lofo("stack class") == HELD_OUT_ERROR_BY_STACK
+    assert _committed_lofo("regime") == HELD_OUT_ERROR_BY_REGIME
+    assert set(HELD_OUT_ERROR_BY_REGIME) == set(REGIMES)
 
 
 def test_a_communication_heavy_job_prints_its_regime_error(capsys):

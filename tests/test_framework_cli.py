@@ -402,22 +402,6 @@ def test_every_training_estimate_states_its_held_out_error(capsys):
     assert "Expected error" in capsys.readouterr().out
 
 
-def test_the_held_out_error_is_the_committed_lofo_result():
-    """HELD_OUT_ERROR_BY_STACK must be what `validate_training.py --lofo` wrote in the results
-    file its docstring names (regenerate both together)."""
-    import re
-    from pathlib import Path
-
-    from gpuplan.estimate.efficiency import HELD_OUT_ERROR_BY_STACK
-
-    text = (Path(__file__).parents[1] / "benchmarks" / "results" /
-            "training-lofo-2026-12-04-stop21.txt").read_text()
-    found = {m[0]: (float(m[2]), float(m[3]), int(m[1])) for m in re.findall(
-        r"LOFO rows, stack class ([\w-]+) \(families on modelled devices\): (\d+) rows, median "
-        r"\|error\| ([\d.]+) %, p90 ([\d.]+) %", text)}
-    assert found == HELD_OUT_ERROR_BY_STACK
-
-
 def test_the_fresh_holdout_error_is_the_scored_sets():
     """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
     rows of the sixteen hold-out files scored at stops 14 to 21: their median and 90th percentile

@@ -26,6 +26,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gpuplan.specs.workload import TrainConfig
 
+LOFO_RESULTS = "benchmarks/results/training-lofo-2026-12-04-stop21.txt"
+"""The leave-one-family-out results file (`benchmarks/validate_training.py --lofo --markdown`)
+that HELD_OUT_ERROR_BY_REGIME and efficiency.HELD_OUT_ERROR_BY_STACK are copied from; the tests
+read it back, so the constants and the file are regenerated together."""
+
 COMM_HEAVY_SYNC_TOKENS = 16384
 """tokens per rank between data-parallel gradient syncs below which a multi-node job is
 'communication-heavy' (see the module docstring)"""
@@ -57,9 +62,8 @@ HELD_OUT_ERROR_BY_REGIME: dict[str, tuple[float, float, int]] = {
     "multi-node, communication-heavy": (11.3, 58.4, 95)}
 """Per regime: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family left out of the end-to-end fit,
-every stack class pooled (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-04-stop21.txt; families on device configurations the
-catalog does not model excluded, as for HELD_OUT_ERROR_BY_STACK)."""
+every stack class pooled (`benchmarks/validate_training.py --lofo`, LOFO_RESULTS; families on
+device configurations the catalog does not model excluded, as for HELD_OUT_ERROR_BY_STACK)."""
 
 
 def regime_accuracy(regime: str) -> dict[str, object]:
@@ -68,4 +72,4 @@ def regime_accuracy(regime: str) -> dict[str, object]:
     return {"regime": regime, "median_abs_error_pct": median, "p90_abs_error_pct": p90,
             "rows": rows, "sync_tokens_cut": COMM_HEAVY_SYNC_TOKENS,
             "basis": "leave-one-family-out over the calibration runs of this regime, every "
-                     "stack class (benchmarks/results/training-lofo-2026-12-04-stop21.txt)"}
+                     f"stack class ({LOFO_RESULTS})"}

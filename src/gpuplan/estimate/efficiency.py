@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.accuracy import regime_accuracy
+from gpuplan.estimate.accuracy import LOFO_RESULTS, regime_accuracy
 from gpuplan.estimate.efficiency_attention import attention_ceiling
 from gpuplan.estimate.efficiency_gemm import shape_efficiency
 from gpuplan.ops.op import Op
@@ -272,11 +272,11 @@ HELD_OUT_ERROR_BY_STACK: dict[str, tuple[float, float, int]] = {
     "megatron-lm-hopper": (5.4, 12.3, 26)}
 """Per stack class: (median, 90th percentile) |error| % of tokens/s, and the row count, of the
 published calibration runs each predicted with its own family (source x device) left out of
-the end-to-end fit (`benchmarks/validate_training.py --lofo`,
-benchmarks/results/training-lofo-2026-12-04-stop21.txt; families on device configurations the
-catalog does not model excluded): what a run from a source the model has not seen can expect."""
+the end-to-end fit (`benchmarks/validate_training.py --lofo`, accuracy.LOFO_RESULTS; families
+on device configurations the catalog does not model excluded): what a run from a source the
+model has not seen can expect."""
 HELD_OUT_ERROR_SOURCE = ("leave-one-family-out over the published training runs of the "
-                         "calibration set (benchmarks/results/training-lofo-2026-12-04-stop21.txt)")
+                         f"calibration set ({LOFO_RESULTS})")
 FRESH_HOLDOUT_ERROR: tuple[float, float, int] = (9.2, 46.0, 194)
 """(median, p90) |error| % of tokens/s and the run count of the A100/H100 runs in the fresh
 hold-out sets scored since stop 14, each scored once with the model of its day (stop 14:
