@@ -1138,6 +1138,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 "virtual_stages": int(row["virtual_stages"]), "recompute": recompute,
                 "attention": row.get("attention") or "flash",
                 "dropout": row.get("dropout") == "true", "ep": int(row.get("ep") or 1)}
+            if row.get("etp"):  # the experts' own tensor-parallel degree (TrainConfig.etp)
+                train["etp"] = int(row["etp"])
             if row.get("fused") == "true":  # torch.compile or fused kernels, as the row says
                 train["fused"] = True
             fw = row["framework"]

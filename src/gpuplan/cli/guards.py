@@ -106,7 +106,7 @@ def memory_rules(ctx: typer.Context, m: ModelSpec, d: Device, mode: Any,
         model_layout(m, tp=opts["tp"])
 
 
-SEARCHED = ("dp", "tp", "pp", "cp", "ep", "zero", "fsdp", "virtual_stages", "recompute",
+SEARCHED = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "fsdp", "virtual_stages", "recompute",
             "sequence_parallel", "no_overlap", "tokens", "usd_per_hour")
 
 

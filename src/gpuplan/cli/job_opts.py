@@ -75,6 +75,10 @@ CpOpt = Annotated[int, typer.Option("--cp", min=1, max=MAX_GPUS, rich_help_panel
                                     help="context parallel GPUs")]
 EpOpt = Annotated[int, typer.Option("--ep", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
                                     help="expert parallel GPUs")]
+EtpOpt = Annotated[int | None, typer.Option(
+    "--etp", min=1, max=MAX_GPUS, rich_help_panel=_PAR,
+    help="expert tensor parallel GPUs: each routed expert split etp ways (default: --tp, as "
+         "Megatron-Core; ep x etp must divide tp x dp x cp)")]
 ZeroOpt = Annotated[int, typer.Option("--zero", min=0, max=3, rich_help_panel=_PAR,
                                       help="ZeRO stage over the data-parallel group")]
 FsdpOpt = Annotated[FsdpChoice, typer.Option("--fsdp", rich_help_panel=_PAR)]
@@ -136,7 +140,7 @@ DEFAULTS: dict[str, Any] = {
     "optimizer": OptimizerChoice(_D.optimizer), "offload_optimizer": _D.offload_optimizer,
     "loss": LossChoice(_D.loss), "document_len": _D.document_len,
     "fp8_recipe": Fp8RecipeChoice(_D.fp8_recipe),
-    "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "zero": _D.zero,
+    "tp": _D.tp, "pp": _D.pp, "cp": _D.cp, "ep": _D.ep, "etp": _D.etp, "zero": _D.zero,
     "fsdp": FsdpChoice(_D.fsdp), "sequence_parallel": _D.sp,
     "virtual_stages": _D.virtual_stages, "recompute": RecomputeChoice(_D.recompute),
     "selective": SelectiveChoice(_D.selective),
@@ -171,8 +175,8 @@ def train_job(o: dict[str, Any], dp: int, device_kind: str) -> TrainConfig:
     return TrainConfig(
         micro_batch=o["micro_batch"], seq_len=o["seq_len"], precision=o["precision"].value,
         optimizer=o["optimizer"].value, zero=o["zero"], fsdp=o["fsdp"].value, dp=dp,
-        tp=o["tp"], pp=o["pp"], cp=o["cp"], ep=o["ep"], sp=o["sequence_parallel"],
-        virtual_stages=o["virtual_stages"], recompute=o["recompute"].value,
+        tp=o["tp"], pp=o["pp"], cp=o["cp"], ep=o["ep"], etp=o.get("etp"),
+        sp=o["sequence_parallel"], virtual_stages=o["virtual_stages"], recompute=o["recompute"].value,
         attention=o["attention"].value, grad_dtype=grad_dtype(o),
         offload_optimizer=o["offload_optimizer"], global_batch=o["global_batch"],
         dropout=not o["no_dropout"], fused=o["fused"], target=o["target"],
@@ -195,7 +199,8 @@ def train_only_given(o: dict[str, Any]) -> dict[str, object]:
     """The training-only options as TrainConfig field values (for refusing them in inference)."""
     return {"global_batch": o["global_batch"], "precision": o["precision"].value,
             "optimizer": o["optimizer"].value, "zero": o["zero"], "fsdp": o["fsdp"].value,
-            "dp": o.get("dp", 1), "pp": o["pp"], "cp": o["cp"], "ep": o["ep"], "sp": o["sequence_parallel"],
+            "dp": o.get("dp", 1), "pp": o["pp"], "cp": o["cp"], "ep": o["ep"],
+            "etp": o.get("etp"), "sp": o["sequence_parallel"],
             "virtual_stages": o["virtual_stages"], "recompute": o["recompute"].value,
             "attention": o["attention"].value,
             "grad_dtype": grad_dtype(o),

@@ -27,7 +27,7 @@ from gpuplan.estimate.memory_peak import (
     per_op_sac_saved,
     transient_moment,
 )
-from gpuplan.estimate.partition import Stage, stages
+from gpuplan.estimate.partition import Stage, sharded_share, stages
 from gpuplan.estimate.sac import OP_LEVEL_KINDS, recomputed_mm_shares
 from gpuplan.ops.blocks import FP32
 from gpuplan.ops.impl import Impl, train_impl
@@ -158,14 +158,19 @@ class Layout:
 
 def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
                       matrix_params: Array, tensors: Array,
-                      lay: Layout | None = None) -> tuple[Array, Array, Array]:
+                      lay: Layout | None = None, expert_params: Array = 0.0,
+                      expert_shard_ratio: Array = 1.0) -> tuple[Array, Array, Array]:
     """(weights, gradients, optimizer) bytes on one GPU holding `params` parameters.
 
     ZeRO (Rajbhandari et al. 2020 §5.1-5.3): stage 1 shards the optimizer states, stage 2
     also the gradients, stage 3 also the weights, over the shard group (the data-parallel
     GPUs; FSDP hybrid: the GPUs of one sharding group). ZeRO-Offload (Ren et al. 2021 §4.1):
     optimizer states and step on the CPU; with ZeRO-2/3 the gradients follow them there,
-    bucket by bucket (counted in other: gradient_buckets)."""
+    bucket by bucket (counted in other: gradient_buckets). The routed experts among `params`
+    (`expert_params`) are replicated only over the expert data-parallel group, the shard
+    group x `expert_shard_ratio` (tp / (ep x etp)), and are sharded over it (Megatron-Core's
+    distributed optimizer and torchtitan's FSDP shard experts over expert_data_parallel /
+    dp_shard_mod_ep)."""
     lay = lay or Layout.of(cfg)
     bpp = state_bytes_per_param(cfg)
     weights = params * bpp["weights"]
@@ -180,9 +185,11 @@ def model_state_bytes(m: ModelSpec | None, cfg: TrainConfig, params: Array,
     z, off = lay.z, lay.offload
     opt = np.where(off, 0.0, opt)
     grads = np.where(np.logical_and(off, z >= 2), 0.0, grads)
-    return (scalar(weights / np.where(z >= 3, lay.shard, 1)),
-            scalar(grads / np.where(z >= 2, lay.shard, 1)),
-            scalar(opt / np.where(z >= 1, lay.shard, 1)))
+    def sharded(total: Array, on: Array) -> Array:
+        return sharded_share(total, params, expert_params, lay.shard, expert_shard_ratio, on)
+
+    return (scalar(sharded(weights, z >= 3)), scalar(sharded(grads, z >= 2)),
+            scalar(sharded(opt, z >= 1)))
 
 
 # ---- results -------------------------------------------------------------------------------
@@ -441,6 +448,10 @@ class StageFacts:
     """parameters of one layer on this GPU (what ZeRO-3 gathers at a time)"""
     model_parallel: Array
     """tp, cp or ep > 1 (NCCL communicators exist)"""
+    expert_params: Array = 0.0
+    """of `params`, the routed experts' (Stage.expert_params)"""
+    expert_shard_ratio: Array = 1.0
+    """the experts' shard group over the dense one: tp / (ep x etp) (TrainConfig.expert_shard_group)"""
 
 
 def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) -> StageFacts:
@@ -449,7 +460,8 @@ def stage_facts(m: ModelSpec, cfg: TrainConfig, st: Stage, prof: MemoryProfile) 
                       stage_activation_bytes(m, st, prof.per_block)
                       + (prof.head_extra if st.has_head else 0.0),
                       prof.peak_head if st.has_head else prof.peak_body, prof.layer_params,
-                      max(cfg.tp, cfg.cp, cfg.ep) > 1)
+                      max(cfg.tp, cfg.cp, cfg.ep) > 1, st.expert_params,
+                      cfg.tp / (cfg.ep * cfg.expert_tp))
 
 
 def other_items(cfg: TrainConfig, lay: Layout, sf: StageFacts, acts: Array) -> dict[str, Array]:
@@ -483,7 +495,8 @@ def stage_memory(m: ModelSpec, cfg: TrainConfig, lay: Layout,
     """Per-GPU bytes of one pipeline stage, each item rounded down to whole bytes:
     (weights, gradients, optimizer, activations), and the items of "other"."""
     tensors = m.param_tensors() * sf.params / m.params()
-    weights, grads, opt = model_state_bytes(m, cfg, sf.params, sf.matrix_params, tensors, lay)
+    weights, grads, opt = model_state_bytes(m, cfg, sf.params, sf.matrix_params, tensors, lay,
+                                            sf.expert_params, sf.expert_shard_ratio)
     acts = sf.saved_bytes * in_flight(lay, sf.index)
     other = other_items(cfg, lay, sf, acts)
     main = {"weights": weights, "gradients": grads, "optimizer": opt, "activations": acts}
@@ -503,7 +516,7 @@ def train_memory(m: ModelSpec, device: Device, cfg: TrainConfig) -> MemoryResult
     lay = Layout.of(cfg)
     rows = [(st, with_adapters(m, cfg, st, stage_memory(m, cfg, lay, stage_facts(m, cfg, st,
                                                                                prof))))
-            for st in stages(m, cfg.tp, cfg.pp, cfg.ep)]
+            for st in stages(m, cfg.tp, cfg.pp, cfg.ep, cfg.etp)]
     st, (main, other) = max(rows, key=lambda r: stage_total(r[1]))  # the fullest stage
     other_items_ = {k: int(v) for k, v in other.items()
                     if v or k not in ("gathered_parameters", "unsharded_stage_parameters",
@@ -585,6 +598,7 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "gradients_dtype": "fp32" if bpp["gradients"] == 4 else "16-bit",
         "zero_stage": cfg.zero_stage, "shard_group": cfg.shard_group,
         "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
+                     "etp": cfg.expert_tp,
                      "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
         "recompute": cfg.recompute, "attention": cfg.attention, "fused_kernels": cfg.fused,
         "kernels": train_impl(cfg, device.kind).target,

@@ -106,6 +106,7 @@ class _StageTable:
     emb: np.ndarray
     head: np.ndarray
     params: np.ndarray
+    expert: np.ndarray
     first: Stage
     last: Stage
 
@@ -119,7 +120,8 @@ def _stage_table(m: ModelSpec, tp: int, pp: int, ep: int) -> _StageTable:
     return _StageTable(col(lambda s: s.layers), col(lambda s: s.dense_layers),
                        col(lambda s: s.moe_layers), col(lambda s: s.sliding_layers),
                        col(lambda s: s.has_embedding), col(lambda s: s.has_head),
-                       col(lambda s: s.params), sts[0], sts[-1])
+                       col(lambda s: s.params), col(lambda s: s.expert_params), sts[0],
+                       sts[-1])
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,8 @@ def _groups(m: ModelSpec, cluster: Cluster, base: TrainConfig, gb: int, eff: Eff
         pps = [p for p in _divisors(rest) if p <= L and gb % (mb * (rest // p)) == 0
                and (ep == 1 or ((rest // p) * cp) % ep == 0)]
         if pps:
-            g = replace(base, tp=tp, cp=cp, ep=ep, sp=tp > 1, recompute=rc, micro_batch=mb,
+            g = replace(base, tp=tp, cp=cp, ep=ep, etp=None, sp=tp > 1, recompute=rc,
+                        micro_batch=mb,
                         global_batch=gb, dp=1, pp=1, zero=0, fsdp="none", virtual_stages=1,
                         offload_optimizer=False)
             out.append((_group(m, cluster, g, eff, time_cache, done), pps))
@@ -221,6 +224,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
     rs3, ag3 = dp_collectives(3, dp, g.cp, g.tp, dp * g.cp, bpp, params, gpn, coll)[3:]
     c = {"t_mb": float(compute[i] + comm[i]), "compute_mb": float(compute[i]),
          "fwd_share": grp.prof.fwd_share, "params": float(tab.params[i]),
+         "expert_params": float(tab.expert[i]), "expert_ratio": g.tp / (g.ep * g.expert_tp),
          "layers": float(tab.layers[i]), "pp": float(pp), "dp": float(dp),
          "group": float(dp * g.cp), "n_micro": float((g.global_batch or 0) // (g.micro_batch * dp)),
          "cp_layer": grp.comm.cp_layer, "attn_core": grp.prof.attn_core,
@@ -240,7 +244,7 @@ def _case(m: ModelSpec, cluster: Cluster, grp: _Group, pp: int, eff: Efficiency,
 
 
 _FACTS = ("index", "params", "matrix_params", "saved_bytes", "peak", "layer_params",
-          "model_parallel")
+          "model_parallel", "expert_params", "expert_shard_ratio")
 
 
 def search(m: ModelSpec, cluster: Cluster, base: TrainConfig, objective: str = "throughput",
@@ -313,7 +317,8 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
                         eff.grad_reduce_overlap)
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
-                           state_bytes_per_param(base), cluster, eff)
+                           state_bytes_per_param(base), cluster, eff, x["expert_params"],
+                           x["expert_ratio"], z >= 1)
     def hid(total: np.ndarray, exposed: np.ndarray) -> np.ndarray:
         return np.asarray(np.maximum(0.0, total - exposed))  # as training.contended_hidden
 

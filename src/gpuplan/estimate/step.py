@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.estimate.efficiency import Efficiency
+from gpuplan.estimate.partition import sharded_share
 from gpuplan.ops.transformer import BLOCK_ATTN, BLOCK_ATTN_WINDOW, BLOCK_MLP, BLOCK_MOE
 from gpuplan.specs.cluster import Cluster
 
@@ -207,10 +208,13 @@ def zero3_prefetch_share(eff: Efficiency, params: Array, layers: Array) -> Array
 
 
 def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
-                   bpp: dict[str, float], cluster: Cluster, eff: Efficiency) -> Array:
+                   bpp: dict[str, float], cluster: Cluster, eff: Efficiency,
+                   expert_params: Array = 0.0, expert_shard_ratio: Array = 1.0,
+                   sharded: Array = True) -> Array:
     """A memory-bound pass over the local parameter shard (one pass when the framework's
-    optimizer is fused, one per arithmetic op when not), or the offloaded CPU step."""
-    local = params / shard
+    optimizer is fused, one per arithmetic op when not), or the offloaded CPU step. Routed
+    experts are sharded over their own group (partition.sharded_share)."""
+    local = sharded_share(params, params, expert_params, shard, expert_shard_ratio, sharded)
     per_param = OPTIMIZER_BYTES_PER_PARAM[optimizer]
     if not eff.fused_optimizer:
         per_param = UNFUSED_OPTIMIZER_BYTES_PER_PARAM.get(optimizer, per_param)

@@ -32,7 +32,7 @@ class TrainResult:
     def layout(self) -> dict[str, Any]:
         c = self.cfg
         return {"dp": c.dp, "tp": c.tp, "pp": c.pp, "cp": c.cp, "ep": c.ep,
-                "zero": c.zero_stage, "fsdp": c.fsdp, "sequence_parallel": c.sp,
+                "etp": c.expert_tp, "zero": c.zero_stage, "fsdp": c.fsdp, "sequence_parallel": c.sp,
                 "virtual_stages": c.virtual_stages, "recompute": c.recompute,
                 "offload_optimizer": c.offload_optimizer, "micro_batch": c.micro_batch,
                 "seq_len": c.seq_len}

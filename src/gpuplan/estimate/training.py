@@ -292,7 +292,7 @@ def group_comm(m: ModelSpec, cfg: TrainConfig, impl: Impl, gpn: int, coll: Coll,
     act_bytes = t_tok * m.hidden_size * e
     tp_full = (coll("tensor parallel, per block", "all_reduce", act_bytes, cfg.tp,
                     min(cfg.tp, gpn)) if cfg.tp > 1 else 0.0)
-    ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.tp)))
+    ep_local = max(1, min(cfg.ep, gpn // max(1, cfg.expert_tp)))  # EP ranks stride etp
     # each rank dispatches the tokens it holds: with sequence parallelism its 1/tp shard of the
     # sequence (the [s/tp, b, h] layout of Korthikanti et al. 2022 §4.2.2 that Megatron-Core's
     # MoE layer receives and its token dispatcher permutes), else the whole sequence
@@ -408,7 +408,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
 
     gc = group_comm(m, cfg, impl, gpn, coll, eff.tp_overlap(cfg.sp, cfg.tp))
     ar_layer = tp_exposed_calls(cfg.recompute, eff.tp_backward_overlap, cfg.sp)
-    sts = stages(m, cfg.tp, cfg.pp, cfg.ep)
+    sts = stages(m, cfg.tp, cfg.pp, cfg.ep, cfg.etp)
     compute = [stage_compute(prof.block_t, st.layers, st.sliding_layers, st.dense_layers,
                              st.moe_layers, float(st.has_embedding), float(st.has_head))
                for st in sts]
@@ -439,7 +439,9 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     t_opt = float(optimizer_time(ld["trainable_params"] if cfg.lora.active else st0.params,
                                  cfg.shard_group if cfg.zero_stage >= 1 else 1,
                                  cfg.optimizer, cfg.offload_optimizer,
-                                 state_bytes_per_param(cfg), cluster, eff))
+                                 state_bytes_per_param(cfg), cluster, eff,
+                                 0.0 if cfg.lora.active else st0.expert_params,
+                                 cfg.tp / (cfg.ep * cfg.expert_tp), cfg.zero_stage >= 1))
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
     tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(

@@ -51,6 +51,9 @@ class Impl:
     """context parallel degree: each GPU holds seq_len/cp tokens, attends to all (ring attention)"""
     ep: int = 1
     """expert parallel degree: each GPU holds num_experts/ep experts"""
+    etp: int | None = None
+    """expert tensor parallel degree: each routed expert's matrices split etp ways (None = tp;
+    TrainConfig.etp)"""
     recompute: Literal["none", "selective", "full"] = "none"
     """activation recomputation: selective = attention core (Korthikanti et al. 2022 §5);
     full = every layer keeps only its input and reruns its forward in backward"""
@@ -112,22 +115,31 @@ class Local:
     kv_heads: int
     ff: int
     expert_ff: int
+    """routed expert width on this GPU (expert_size / etp)"""
+    shared_expert_ff: int
+    """shared experts' width on this GPU (split tp ways like a dense MLP)"""
     experts: int
     vocab: int
     seq: int
     """tokens per sequence on this GPU (seq_len / cp)"""
     rep: float
     """fraction of the tokens whose replicated work (norms, dropout, residual) this GPU does"""
+    expert_rep: float = 1.0
+    """fraction of the tokens the routed experts of this GPU's expert-tensor group see: all of
+    them when etp = tp (gathered across TP), its etp ranks' sequence shards when etp < tp"""
 
 
 def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
     check_split(m, impl.tp, impl.cp, impl.ep, seq_len)
     tp, cp, ep = impl.tp, impl.cp, impl.ep
+    etp = tp if impl.etp is None else impl.etp
+    rep = 1.0 / tp if impl.sp else 1.0
     return Local(
         heads=m.num_heads // tp, kv_heads=max(1, m.kv_heads // tp),
-        ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // tp),
+        ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // etp),
+        shared_expert_ff=-(-m.expert_size // tp),
         experts=max(1, m.num_experts // ep), vocab=-(-m.vocab_size // tp),
-        seq=seq_len // cp, rep=1.0 / tp if impl.sp else 1.0)
+        seq=seq_len // cp, rep=rep, expert_rep=min(1.0, rep * etp))
 
 
 def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
@@ -139,7 +151,7 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
     return Impl(attention=cfg.attention, target=target, fused=cfg.fused,
                 dtype=cfg.compute_dtype,
                 matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
-                sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, recompute=cfg.recompute, dropout=cfg.dropout,
+                sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, etp=cfg.etp, recompute=cfg.recompute, dropout=cfg.dropout,
                 training_kv_cache=cfg.training_kv_cache
                 if cfg.behaviour.training_kv_cache is None
                 else cfg.behaviour.training_kv_cache,

@@ -186,10 +186,14 @@ def experts_touched(tokens: float, k: int, experts: int) -> float:
 def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     """Router, dispatch, routed experts (grouped GEMM over t·k rows), combine; shared experts.
     Mixture-of-experts as in Mixtral (Jiang et al. 2024) and DeepSeek-V3 (§2.1.2). With expert
-    parallelism each GPU holds E/ep experts and, balanced, still computes t·k rows."""
+    parallelism each GPU holds E/ep experts and, balanced, still computes t·k rows. With an
+    expert tensor-parallel degree below tp (Local.expert_rep) the experts see only their
+    expert-tensor group's sequence shards, t·expert_rep tokens, at expert_size/etp wide."""
     d, n_e, k = m.hidden_size, m.num_experts, m.experts_per_token
     ff = loc.expert_ff if loc else m.expert_size
+    shared_ff = loc.shared_expert_ff if loc else m.expert_size
     local_experts = loc.experts if loc else n_e
+    t_all, t = t, t * (loc.expert_rep if loc else 1.0)
     e, rows = c.e, t * k
     touched = local_experts if c.train else min(local_experts, experts_touched(t, k, n_e))
     blocks.linear(c, "moe.router", t, d, n_e)
@@ -208,7 +212,8 @@ def moe_block(c: Ctx, m: ModelSpec, t: float, loc: Local | None = None) -> None:
     blocks.elementwise(c, "moe.combine", rows * d, rows * d + rows,
                        saved=rows * d * e + rows * FP32, kind="elementwise")
     if m.num_shared_experts:
-        mlp_block(c, m, t, ff * m.num_shared_experts, name="moe.shared", saved_rows=0)
+        mlp_block(c, m, t_all, shared_ff * m.num_shared_experts, name="moe.shared",
+                  saved_rows=0)
 
 
 # ---- whole model ---------------------------------------------------------------------------

@@ -17,8 +17,9 @@ def _pct(x: float | None) -> str:
 def render_train(con: Console, r: dict[str, Any]) -> None:
     """The table of `gpuplan train` from its JSON object."""
     lay = r["layout"]
+    etp = f", etp {lay['etp']}" if lay.get("etp", lay["tp"]) != lay["tp"] else ""
     title = (f"{r['model']} on {r['gpus']} x {r['device']} (dp {lay['dp']}, tp {lay['tp']}, pp "
-             f"{lay['pp']}, cp {lay['cp']}, ep {lay['ep']}, ZeRO {lay['zero']}), micro-batch "
+             f"{lay['pp']}, cp {lay['cp']}, ep {lay['ep']}{etp}, ZeRO {lay['zero']}), micro-batch "
              f"{lay['micro_batch']}, global batch {r['global_batch']}, seq {lay['seq_len']}")
     mem = r["memory"]
     if mem.get("memory_verdict") == "tight":

@@ -80,6 +80,12 @@ class TrainConfig:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int | None = None
+    """expert tensor parallel: the routed experts' matrices split etp ways (Megatron-Core
+    --expert-tensor-parallel-size; None = tp, its default). MoE parallel folding (Liu et al.
+    2025, arXiv:2504.14960 §3): the expert layers take their own layout, etp x ep x edp over
+    the same tp x dp x cp GPUs, so ep x etp must divide tp x dp x cp; with etp < tp each rank
+    routes its own sequence-parallel token shard"""
     sp: bool = False
     virtual_stages: int = 1
     recompute: Recompute = "none"
@@ -186,6 +192,18 @@ class TrainConfig:
         return group
 
     @property
+    def expert_tp(self) -> int:
+        """the routed experts' tensor-parallel degree (etp; tp when unset)"""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def expert_shard_group(self) -> int:
+        """GPUs that shard the routed experts' states: the expert data-parallel group,
+        tp x dp x cp / (ep x etp) of the shard group's tp x dp x cp (Megatron-Core's
+        expert_data_parallel_size; experts are replicated only over it)"""
+        return max(1, self.shard_group * self.tp // (self.ep * self.expert_tp))
+
+    @property
     def zero_stage(self) -> int:
         return 3 if self.fsdp in ("full", "hybrid") else self.zero
 
@@ -262,8 +280,17 @@ def check_layout(cfg: TrainConfig, gpus: int, m: ModelSpec) -> None:
     if used != gpus:
         raise InputError("gpus", gpus, f"dp x tp x pp x cp = {cfg.dp}x{cfg.tp}x{cfg.pp}x{cfg.cp}"
                          f" = {used} (set --dp/--tp/--pp/--cp to multiply to --gpus)")
-    if cfg.ep > 1 and (cfg.dp * cfg.cp) % cfg.ep:
-        raise InputError("ep", cfg.ep, f"a divisor of dp x cp = {cfg.dp * cfg.cp}")
+    if cfg.etp is None and cfg.ep > 1 and (cfg.dp * cfg.cp) % cfg.ep:
+        raise InputError("ep", cfg.ep, f"a divisor of dp x cp = {cfg.dp * cfg.cp} (or set etp"
+                         " below tp: ep x etp must divide tp x dp x cp)")
+    if cfg.etp is not None:
+        check_positive("etp", cfg.etp)
+        if not m.is_moe and cfg.etp != 1:
+            raise InputError("etp", cfg.etp, "1 or unset for a dense model (it has no experts)")
+        group = cfg.tp * cfg.dp * cfg.cp
+        if group % (cfg.ep * cfg.etp):
+            raise InputError("etp", cfg.etp, f"a value with ep x etp = {cfg.ep} x etp dividing"
+                             f" tp x dp x cp = {group}")
     if cfg.pp > m.num_layers:
         raise InputError("pp", cfg.pp, f"at most the number of layers ({m.num_layers})")
     check_split(m, cfg.tp, cfg.cp, cfg.ep, cfg.seq_len)
