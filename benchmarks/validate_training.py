@@ -445,6 +445,10 @@ def print_lofo(as_markdown: bool) -> int:
             print(f"LOFO rows, regime {regime} (families on modelled devices, every class): "
                   f"{len(errs)} rows, median |error| {_percentile(errs, 50):.1f} %, "
                   f"p90 {_percentile(errs, 90):.1f} %")
+    pooled = [e for errs in by_regime.values() for e in errs]
+    print(f"LOFO rows, every class and regime pooled (families on modelled devices): "
+          f"{len(pooled)} rows, median |error| {_percentile(pooled, 50):.1f} %, "
+          f"p90 {_percentile(pooled, 90):.1f} %")
     return 0
 
 

@@ -36,7 +36,8 @@ def test_calibration_regression_guard(bench):
     (training_runs.PROMOTED_FAMILIES) failed the bar when scored; they are guarded against
     getting worse than their record at stop 14 (median 8.7 %, p90 29.0 %, 449 rows): median
     <= 10 %, p90 <= 30 %. Until stop 13 one p90 <= 25 % guard covered both; the stop-14
-    hold-outs took the pooled p90 to 25.05 %."""
+    hold-outs took the pooled p90 to 25.05 %. The stop-22 sets have their own guard, at their
+    hold-out score."""
     tr, v = bench["runs"], bench["validate"]
     cal = [r for r in tr.RUNS if r.split == "calibration"]
     rows = [r for r in v.run_all(cal, v.split_of()) if r.metric.primary]
@@ -45,11 +46,24 @@ def test_calibration_regression_guard(bench):
     assert dev["median_abs_error_pct"] <= 10.0
     assert dev["p90_abs_error_pct"] <= 25.0
     assert abs(dev["median_speed_bias_pct"]) <= 10.0
-    promoted = v.stats([r for r in rows if r.run.family in tr.PROMOTED_FAMILIES])
+    promoted = v.stats([r for r in rows if r.run.family in tr.PROMOTED_FAMILIES
+                        and r.run.family not in STOP22_FAMILIES])
     assert promoted["predicted"] == promoted["rows"] >= 400
     assert promoted["median_abs_error_pct"] <= 10.0
     assert promoted["p90_abs_error_pct"] <= 30.0
     assert abs(promoted["median_speed_bias_pct"]) <= 10.0
+    # the stop-22 sets: no worse than their one scoring as hold-out (13.3 %, 53.0 %, +13.2 %,
+    # benchmarks/results/training-validation-data34to35-2026-12-04-stop22.txt)
+    s22 = v.stats([r for r in rows if r.run.family in STOP22_FAMILIES])
+    assert s22["predicted"] == s22["rows"] == 448
+    assert s22["median_abs_error_pct"] <= 13.3
+    assert s22["p90_abs_error_pct"] <= 53.0
+    assert abs(s22["median_speed_bias_pct"]) <= 13.2
+
+
+STOP22_FAMILIES = frozenset({"hagemann-aa-a100-2311", "llmfoundry-h100-largescale-2401",
+                             "mosaicgpt-a100-80gb-2304"})
+"""promoted at stop 22; Hagemann et al.'s 401-trial sweep alone fails the guard above"""
 
 
 def test_calibration_and_validation_are_disjoint_whole_families(bench):
