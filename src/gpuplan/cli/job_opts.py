@@ -97,7 +97,10 @@ AttentionOpt = Annotated[AttentionChoice, typer.Option("--attention", rich_help_
 FusedOpt = Annotated[bool, typer.Option(
     "--fused", rich_help_panel=_KER,
     help="fused norm/activation kernels (Megatron, torch.compile)")]
-PrecisionOpt = Annotated[PrecisionChoice, typer.Option("--precision", rich_help_panel=_KER)]
+PrecisionOpt = Annotated[PrecisionChoice, typer.Option(
+    "--precision", rich_help_panel=_KER,
+    help="*-mixed: 16-bit (or fp8) compute with fp32 master weights; bf16: pure bf16, no "
+         "master copy, gradients and optimizer states in bf16 too")]
 Fp8RecipeOpt = Annotated[Fp8RecipeChoice, typer.Option(
     "--fp8-recipe", rich_help_panel=_KER,
     help="with --precision fp8-mixed: tensorwise (one scale per tensor: Transformer Engine, "

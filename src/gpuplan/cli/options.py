@@ -34,6 +34,7 @@ class PrecisionChoice(str, Enum):
     fp16_mixed = "fp16-mixed"
     bf16_mixed = "bf16-mixed"
     fp8_mixed = "fp8-mixed"
+    bf16 = "bf16"
 
 
 class Fp8RecipeChoice(str, Enum):

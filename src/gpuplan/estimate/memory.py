@@ -87,14 +87,20 @@ def state_bytes_per_param(cfg: TrainConfig) -> dict[str, float]:
     8-bit Adam keeps two 1-byte moments (+ an fp32 absmax per 2048-block; Dettmers et al.
     2022); SGD one fp32 momentum; Adafactor factored second moments (counted per matrix);
     bf16 moments (adamw-bf16-moments) 2 + 2, a bf16 master copy too (adamw-bf16-states) 2 + 4
-    (specs.workload.Optimizer)."""
+    (specs.workload.Optimizer). Pure bf16 (precision bf16) has no master copy, and the states
+    torch.optim makes like the parameters (AdamW's moments, SGD's momentum) are bf16: AdamW =
+    2 + 2 + 4 = 8 bytes."""
     mixed = cfg.precision != "fp32"
+    pure = cfg.precision == "bf16"
     w = 2.0 if mixed else 4.0
     g = 4.0 if (cfg.grad_dtype == "fp32" or not mixed) else 2.0
-    master = 0.0 if not mixed else 2.0 if cfg.optimizer == "adamw-bf16-states" else 4.0
+    master = 0.0 if (not mixed or pure) else 2.0 if cfg.optimizer == "adamw-bf16-states" \
+        else 4.0
     moments = {"adamw": 8.0, "adam": 8.0, "sgd": 4.0, "adam8bit": 2.0 + 8.0 / 2048,
                "adafactor": 0.0, "adamw-bf16-moments": 4.0,
                "adamw-bf16-states": 4.0}[cfg.optimizer]
+    if pure and cfg.optimizer in ("adamw", "adam", "sgd"):
+        moments /= 2  # bf16 like the parameters
     return {"weights": w, "gradients": g, "optimizer": master + moments}
 
 

@@ -318,7 +318,7 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff, x["expert_params"],
-                           x["expert_ratio"], z >= 1)
+                           x["expert_ratio"], z >= 1, base.precision)
     def hid(total: np.ndarray, exposed: np.ndarray) -> np.ndarray:
         return np.asarray(np.maximum(0.0, total - exposed))  # as training.contended_hidden
 

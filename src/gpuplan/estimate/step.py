@@ -26,6 +26,11 @@ OPTIMIZER_BYTES_PER_PARAM = {"adamw": 28.0, "adam": 28.0, "sgd": 18.0, "adam8bit
 fp32 master, 16-bit grad, two fp32 moments; write master, moments and the 16-bit weights);
 with bf16 moments 4 + 2 + 4 read, 4 + 4 + 2 written = 20; with a bf16 master too 16."""
 
+PURE_BF16_OPTIMIZER_BYTES_PER_PARAM = {"adamw": 14.0, "adam": 14.0}
+"""Pure bf16 (precision bf16): AdamW reads the bf16 weight, gradient and both moments and writes
+weight and moments, 8 + 6 bytes; unfused, every pass of UNFUSED_OPTIMIZER_BYTES_PER_PARAM over
+bf16 tensors, half the bytes."""
+
 UNFUSED_OPTIMIZER_BYTES_PER_PARAM = {"adamw": 88.0, "adam": 80.0}
 """Bytes per local parameter of an unfused AdamW step, one memory pass per tensor op on fp32
 params, grads and moments, as Composer's DecoupledAdamW.adamw runs it (mosaicml/composer
@@ -210,7 +215,7 @@ def zero3_prefetch_share(eff: Efficiency, params: Array, layers: Array) -> Array
 def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
                    bpp: dict[str, float], cluster: Cluster, eff: Efficiency,
                    expert_params: Array = 0.0, expert_shard_ratio: Array = 1.0,
-                   sharded: Array = True) -> Array:
+                   sharded: Array = True, precision: str = "bf16-mixed") -> Array:
     """A memory-bound pass over the local parameter shard (one pass when the framework's
     optimizer is fused, one per arithmetic op when not), or the offloaded CPU step. Routed
     experts are sharded over their own group (partition.sharded_share)."""
@@ -218,6 +223,9 @@ def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
     per_param = OPTIMIZER_BYTES_PER_PARAM[optimizer]
     if not eff.fused_optimizer:
         per_param = UNFUSED_OPTIMIZER_BYTES_PER_PARAM.get(optimizer, per_param)
+    if precision == "bf16" and optimizer in PURE_BF16_OPTIMIZER_BYTES_PER_PARAM:
+        per_param = PURE_BF16_OPTIMIZER_BYTES_PER_PARAM[optimizer] * (
+            1.0 if eff.fused_optimizer else UNFUSED_OPTIMIZER_BYTES_PER_PARAM[optimizer] / 28.0)
     opt_bytes = local * per_param
     on_gpu = opt_bytes / (cluster.device.mem_bw_bytes_per_s * memory_efficiency(eff, opt_bytes))
     if np.ndim(offload) == 0:

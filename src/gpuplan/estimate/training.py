@@ -38,7 +38,7 @@ from gpuplan.estimate.memory import (
     state_bytes_per_param,
     train_memory,
 )
-from gpuplan.estimate.partition import stages
+from gpuplan.estimate.partition import Stage, stages
 from gpuplan.estimate.roofline import roofline
 from gpuplan.estimate.sac import OP_LEVEL_KINDS, recomputed_mm_shares, rerun_share
 from gpuplan.estimate.step import (  # importable from here as before the split
@@ -378,6 +378,20 @@ def hybrid_replica_sync(cfg: TrainConfig, params: float, coll: Coll) -> float:
                 cfg.dp // cfg.shard_group, 1)
 
 
+def stage_optimizer_time(cfg: TrainConfig, st: Stage, trainable: float | None,
+                         cluster: Cluster, eff: Efficiency) -> float:
+    """The optimizer step of one GPU of stage `st`: its parameter shard, the routed experts
+    sharded over their own group (`trainable`: LoRA's adapter parameters, which replace the
+    stage's)."""
+    return float(optimizer_time(st.params if trainable is None else trainable,
+                                cfg.shard_group if cfg.zero_stage >= 1 else 1,
+                                cfg.optimizer, cfg.offload_optimizer,
+                                state_bytes_per_param(cfg), cluster, eff,
+                                st.expert_params if trainable is None else 0.0,
+                                cfg.tp / (cfg.ep * cfg.expert_tp), cfg.zero_stage >= 1,
+                                cfg.precision))
+
+
 def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
               efficiency: Efficiency | None = None, overlap: bool = True) -> StepResult:
     """Time one optimizer step of `cfg` on `cluster` (see the module docstring): the sum of
@@ -436,12 +450,8 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
         eff.grad_reduce_overlap))
     hybrid = hybrid_replica_sync(cfg, st0.params, coll)
     dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
-    t_opt = float(optimizer_time(ld["trainable_params"] if cfg.lora.active else st0.params,
-                                 cfg.shard_group if cfg.zero_stage >= 1 else 1,
-                                 cfg.optimizer, cfg.offload_optimizer,
-                                 state_bytes_per_param(cfg), cluster, eff,
-                                 0.0 if cfg.lora.active else st0.expert_params,
-                                 cfg.tp / (cfg.ep * cfg.expert_tp), cfg.zero_stage >= 1))
+    t_opt = stage_optimizer_time(cfg, st0, ld["trainable_params"] if cfg.lora.active else None,
+                                 cluster, eff)
     ep_total = st0.moe_layers * 4 * gc.a2a * n_micro
     tp_total = (comm[slowest] - st0.moe_layers * 4 * gc.a2a) * n_micro
     tp_hidden = st0.layers * n_micro * tp_hidden_per_layer(

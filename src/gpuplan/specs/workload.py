@@ -26,7 +26,11 @@ from gpuplan.specs.memory_behaviour import (
 )
 from gpuplan.specs.model import ModelSpec
 
-Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed"]
+Precision = Literal["fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed", "bf16"]
+"""bf16: pure bf16, the model's parameters themselves in bf16 and no fp32 master copy (a model
+loaded in torch.bfloat16 and trained without autocast, e.g. the Hugging Face Trainer without
+--bf16): gradients and the optimizer's states, which torch.optim allocates like the parameters,
+in bf16 too (Zamirai et al. 2020, arXiv:2010.06192, §2 on bf16 without master weights)"""
 Optimizer = Literal["adamw", "adam", "sgd", "adam8bit", "adafactor", "adamw-bf16-moments",
                     "adamw-bf16-states"]
 """adamw-bf16-moments: fp32 master weights, bf16 first and second moments (Megatron-Core
@@ -180,7 +184,7 @@ class TrainConfig:
     def compute_dtype(self) -> str:
         """Activation and matmul input dtype (fp8-mixed: bf16 activations, fp8 matmuls)."""
         return {"fp32": "fp32", "fp16-mixed": "fp16", "bf16-mixed": "bf16",
-                "fp8-mixed": "bf16"}[self.precision]
+                "fp8-mixed": "bf16", "bf16": "bf16"}[self.precision]
 
     @property
     def shard_group(self) -> int:
