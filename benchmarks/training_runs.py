@@ -445,7 +445,7 @@ def _llama() -> list[TrainingRun]:
     src1 = ("Touvron et al. 2023 'LLaMA' Sec. 2.4 (380 tokens/s/GPU on 2048 A100 80GB for 65B) "
             "and Table 15 (GPU-hours)")
     common = {"precision": "bf16-mixed", "fsdp": "full", "recompute": "selective",
-              "selective": "matmuls", "attention": "flash", "fused": False}
+              "selective": "matmuls", "attention": "flash"}
     llama_inferred = (
         "tp: the model-parallel size of Meta's released checkpoints (1/2/4/8 shards for "
         "7B/13B/33B/65B); sp: True (paper: 'model and sequence parallelism')",
@@ -1140,8 +1140,8 @@ def _csv_runs(path: Path, split: str) -> list[TrainingRun]:
                 "dropout": row.get("dropout") == "true", "ep": int(row.get("ep") or 1)}
             if row.get("etp"):  # the experts' own tensor-parallel degree (TrainConfig.etp)
                 train["etp"] = int(row["etp"])
-            if row.get("fused") == "true":  # torch.compile or fused kernels, as the row says
-                train["fused"] = True
+            if row.get("fused") in ("true", "false"):  # torch.compile or fused kernels, or
+                train["fused"] = row["fused"] == "true"  # eager ones, as the row says
             fw = row["framework"]
             sharding = get_framework(fw).data_parallel  # the stack's default, as the CLI
             if sharding == "fsdp":

@@ -198,11 +198,15 @@ def test_auto_framework_follows_the_layout(layout, stack):
 
 def test_auto_retime_keeps_the_users_kernels():
     h100 = get_device("h100")
-    job = TrainConfig(fused=False)
+    job = TrainConfig()  # kernels not stated: each layout's stack decides
     cfg, eff = auto_retime(h100, job)(TrainConfig(tp=2, fused=False))
     assert cfg.fused and eff.attention_kernel == "cudnn"  # megatron fuses; cuDNN attention
     cfg, eff = auto_retime(h100, job)(TrainConfig(dp=8, fused=True))
     assert not cfg.fused and eff.attention_kernel == "sdpa"  # hf, with the user's kernels
+    cfg, _ = auto_retime(h100, TrainConfig(fused=False))(TrainConfig(tp=2))
+    assert cfg.fused is False  # --no-fused stated: eager even where megatron fuses
+    cfg, _ = auto_retime(h100, TrainConfig(fused=True))(TrainConfig(dp=8))
+    assert cfg.fused is True
 
 
 def test_framework_sets_the_attention_kernel():

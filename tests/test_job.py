@@ -56,6 +56,8 @@ DEFAULTS_THAT_DIFFER = {
     "--rate": "serve without --rate times one batch; plan and advise need a load (2 req/s)",
     "--slo-ttft": "serve states no SLO unless asked; plan and advise rank against one",
     "--slo-tpot": "as --slo-ttft",
+    "--fused": "roofline's --fused shows a compiler's fusion (off unless asked); train and "
+               "memory leave the kernels to the stack unless --fused/--no-fused states them",
 }
 """Options whose default differs between commands, and why (the README says the same)."""
 

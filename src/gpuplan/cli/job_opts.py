@@ -94,9 +94,10 @@ SelectiveOpt = Annotated[SelectiveChoice, typer.Option(
          "(every matmul output kept, the element-wise ops rerun: JAX save-dots, LLaMA); auto: "
          "as the stack")]
 AttentionOpt = Annotated[AttentionChoice, typer.Option("--attention", rich_help_panel=_KER)]
-FusedOpt = Annotated[bool, typer.Option(
-    "--fused", rich_help_panel=_KER,
-    help="fused norm/activation kernels (Megatron, torch.compile)")]
+FusedOpt = Annotated[bool | None, typer.Option(
+    "--fused/--no-fused", rich_help_panel=_KER,
+    help="fused norm/activation kernels (Megatron, torch.compile), or eager ones even where "
+         "the --framework profile fuses; default: as the stack does (eager without one)")]
 PrecisionOpt = Annotated[PrecisionChoice, typer.Option(
     "--precision", rich_help_panel=_KER,
     help="*-mixed: 16-bit (or fp8) compute with fp32 master weights; bf16: pure bf16, no "

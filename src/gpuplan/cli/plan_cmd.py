@@ -55,6 +55,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Will it fit, how fast, what it costs, and what to use: training and serving."""
+        from dataclasses import replace
+
         from gpuplan.cli.guards import PLAN_USES, default_len, goal_rules
         from gpuplan.cli.job_opts import DEFAULTS, train_job
         from gpuplan.cli.train_cmd import train_price
@@ -75,7 +77,9 @@ def register(app: typer.Typer) -> None:
         fw = get_framework(None)  # train's default stack, as `gpuplan train` sets it up
         o = dict(DEFAULTS)
         o["seq_len"] = default_len(m, o["seq_len"], TrainConfig().seq_len)
-        base = fw.apply(train_job(o, 1, d.kind), named=False)
+        job = train_job(o, 1, d.kind)
+        # the user's kernels stay unstated (None) so each searched layout takes its stack's
+        base = replace(fw.apply(job, named=False), fused=job.fused)
         train_eff = (framework_efficiency(d, fw), fw.describe())
         inp = PlanInputs(gpus, tokens, ServeLoad(prompt_len, output_len, rate, slo_ttft,
                                                    slo_tpot))

@@ -606,7 +606,7 @@ def _train_assumptions(cfg: TrainConfig, device: Device) -> dict[str, object]:
         "parallel": {"dp": cfg.dp, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "ep": cfg.ep,
                      "etp": cfg.expert_tp,
                      "sp": cfg.sp, "virtual_stages": cfg.virtual_stages},
-        "recompute": cfg.recompute, "attention": cfg.attention, "fused_kernels": cfg.fused,
+        "recompute": cfg.recompute, "attention": cfg.attention, "fused_kernels": bool(cfg.fused),
         "kernels": train_impl(cfg, device.kind).target,
         "dropout_mask_bytes": 1 if train_impl(cfg, device.kind).target == "cuda"
         else "activation dtype", "dropout": cfg.dropout,

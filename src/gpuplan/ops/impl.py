@@ -148,7 +148,7 @@ def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
     CPU kernels, everything else CUDA-style ones."""
     target: Target = ("cpu" if device_kind == "cpu" else "cuda") if cfg.target == "auto" \
         else cfg.target
-    return Impl(attention=cfg.attention, target=target, fused=cfg.fused,
+    return Impl(attention=cfg.attention, target=target, fused=bool(cfg.fused),
                 dtype=cfg.compute_dtype,
                 matmul_dtype="fp8" if cfg.precision == "fp8-mixed" else None, tp=cfg.tp,
                 sp=cfg.sp, cp=cfg.cp, ep=cfg.ep, etp=cfg.etp, recompute=cfg.recompute, dropout=cfg.dropout,

@@ -116,7 +116,8 @@ class Framework:
         return replace(self, attention_kernel=kernel, attention_kernel_stated=True)
 
     def apply(self, cfg: TrainConfig, named: bool = True) -> TrainConfig:
-        """The job with this profile's kernels: fused when the stack fuses (or the user asked),
+        """The job with this profile's kernels: fused when the stack fuses (unless the job
+        states its own: TrainConfig.fused True or False),
         fp32 gradients when the stack keeps them (Megatron main_grad); when the user named the
         stack (`named`), also its memory behaviour (loss buffers, FSDP units, allocator);
         otherwise the one the layout implies (memory_behaviour.INFER)."""
@@ -127,7 +128,8 @@ class Framework:
         mem = behaviour_for(self.name) if named else (cfg.memory_behaviour or INFER)
         reduce = self.grad_reduce_dtype if cfg.grad_reduce_dtype == "auto" else \
             cfg.grad_reduce_dtype
-        return replace(cfg, fused=cfg.fused or self.fused, grad_dtype=grad, memory_behaviour=mem,
+        fused = self.fused if cfg.fused is None else cfg.fused
+        return replace(cfg, fused=fused, grad_dtype=grad, memory_behaviour=mem,
                        grad_reduce_dtype=reduce)
 
     def with_default_sharding(self, cfg: TrainConfig) -> TrainConfig:

@@ -110,8 +110,10 @@ class TrainConfig:
     """apply the model config's dropout rates (0 for most LLM configs)"""
     cuda_context_bytes: int = CUDA_CONTEXT_BYTES
     fragmentation: float = FRAGMENTATION
-    fused: bool = False
-    """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF"""
+    fused: bool | None = None
+    """fused norm/activation kernels (Megatron, torch.compile); False = eager PyTorch / HF,
+    also where the stack's profile fuses (a Megatron-style code base run without its fused
+    kernels); None = as the stack does (Framework.fused; eager when no stack is applied)"""
     target: TargetChoice = "auto"
     """whose kernels to model (dropout masks, attention path): auto = the device's kind"""
     training_kv_cache: bool = True
