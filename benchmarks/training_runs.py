@@ -1283,6 +1283,8 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "moezoo-mcore-qwen3-h100-2511", "fmsacc-hf-a100-2502",
     # the stop-22 sets, scored once (...-data34to35-2026-12-04-stop22*.txt), promoted at stop 22
     "hagemann-aa-a100-2311", "llmfoundry-h100-largescale-2401", "mosaicgpt-a100-80gb-2304",
+    "gh-issues-megatronllama-i16-a800-2309", "flagperf-mcore-moe-h100-2405",
+    "flagperf-paimcore-moe-a800-2404",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1295,8 +1297,8 @@ stop-17 sets data22 to data24 (...-data22to24-...-stop17*.txt, scored together),
 data26 (...-data25to26-...-stop17*.txt), data27 to data28 (...-data27to28-...) and data29 to
 data30 (...-data29to30-...) at stop 17, the stop-18 set data31 (...-data31-...-stop18*.txt) at
 stop 18, the stop-19 set data32 (...-data32-...-stop19*.txt) at stop 19, the stop-21 set data33
-(...-data33-...-stop21*.txt) at stop 21, the stop-22 sets data34 and data35
-(...-data34to35-...-stop22*.txt) at stop 22.
+(...-data33-...-stop21*.txt) at stop 21, the stop-22 sets data34 to data37
+(...-data34to35-...-stop22*.txt, ...-data36to37-...) at stop 22.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
