@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -48,3 +49,22 @@ def test_cli_takes_pure_bf16(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["assumptions"]["precision"] == "bf16"
     assert out["assumptions"]["bytes_per_param_total"] == 8.0
+
+
+@pytest.mark.parametrize("optimizer, fused, expect", [
+    ("adamw", True, 14.0), ("adamw", False, 44.0),  # 88 unfused bytes over fp32 tensors halved
+    ("adam", False, 40.0), ("sgd", True, 18.0),     # SGD keeps its mixed-precision figure
+])
+def test_optimizer_step_bytes_in_pure_bf16(optimizer, fused, expect):
+    """The step's bytes per parameter: optimizer_time over one parameter shard at a fixed
+    bandwidth share recovers them."""
+    from gpuplan.estimate.efficiency import default_efficiency
+    from gpuplan.estimate.step import optimizer_time
+
+    d = get_device("h100")
+    eff = replace(default_efficiency(d), fused_optimizer=fused, size_dependent=False)
+    t = optimizer_time(1e9, 1, optimizer, False, {}, default_cluster(d, 1, 8), eff,
+                       precision="bf16")
+    ref = optimizer_time(1e9, 1, "adamw", False, {}, default_cluster(d, 1, 8),
+                         replace(eff, fused_optimizer=True), precision="bf16-mixed")
+    assert t / ref * 28.0 == pytest.approx(expect)

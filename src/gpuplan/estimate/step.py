@@ -224,8 +224,9 @@ def optimizer_time(params: Array, shard: Array, optimizer: str, offload: Array,
     if not eff.fused_optimizer:
         per_param = UNFUSED_OPTIMIZER_BYTES_PER_PARAM.get(optimizer, per_param)
     if precision == "bf16" and optimizer in PURE_BF16_OPTIMIZER_BYTES_PER_PARAM:
-        per_param = PURE_BF16_OPTIMIZER_BYTES_PER_PARAM[optimizer] * (
-            1.0 if eff.fused_optimizer else UNFUSED_OPTIMIZER_BYTES_PER_PARAM[optimizer] / 28.0)
+        # the same passes over bf16 tensors: the fused step's pure-bf16 share of its bytes
+        per_param *= (PURE_BF16_OPTIMIZER_BYTES_PER_PARAM[optimizer]
+                      / OPTIMIZER_BYTES_PER_PARAM[optimizer])
     opt_bytes = local * per_param
     on_gpu = opt_bytes / (cluster.device.mem_bw_bytes_per_s * memory_efficiency(eff, opt_bytes))
     if np.ndim(offload) == 0:
