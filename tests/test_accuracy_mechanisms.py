@@ -33,6 +33,7 @@ from gpuplan.specs.cluster import (
     PCIE_EFFICIENCY,
     SCALE_UP_LATENCY_S,
     default_cluster,
+    scale_up_group,
 )
 from gpuplan.specs.framework import (
     DEFAULT_FRAMEWORK,
@@ -303,6 +304,42 @@ def test_nvl72_is_one_72_gpu_domain():
     t = collective_time("all_reduce", GB, 72, c)
     assert t.time_s == pytest.approx(_ring_all_reduce(72, GB, 900e9, NVLINK_RING_EFFICIENCY,
                                                       SCALE_UP_LATENCY_S))
+
+
+@pytest.mark.parametrize("gpus,per_node", [(None, 64), (4, 64)])
+def test_nvl72_job_of_128_gpus_gets_two_64_gpu_domains(gpus, per_node):
+    """128 GB200 GPUs do not fill 72-GPU domains evenly: two NVLink domains of 64 (16 trays),
+    whether --gpus-per-node is left out or names the 4-GPU tray (Megatron-Bridge recipes)."""
+    c = default_cluster(get_device("gb200"), 128, gpus)
+    assert (c.gpus_per_node, c.nodes, c.devices_per_host) == (per_node, 2, 4)
+
+
+def test_nvl72_tensor_parallel_8_stays_on_nvlink_with_4_gpu_trays():
+    c = default_cluster(get_device("gb200"), 128, 4)
+    t = collective_time("all_reduce", GB, 8, c, 8)
+    assert "NVLink" in t.link and "network" not in t.link.lower()
+    assert t.time_s == pytest.approx(_ring_all_reduce(8, GB, 900e9, NVLINK_RING_EFFICIENCY,
+                                                      SCALE_UP_LATENCY_S))
+
+
+def test_a_node_size_other_than_the_host_is_taken_as_given():
+    assert default_cluster(get_device("gb200"), 128, 32).gpus_per_node == 32
+    assert default_cluster(get_device("h100"), 16, 4).gpus_per_node == 4
+
+
+@given(st.integers(1, 4096), st.sampled_from([(72, 4), (8960, 4), (256, 4), (64, 8)]))
+def test_scale_up_group_divides_the_job_within_one_domain(gpus, shape):
+    domain, host = shape
+    g = scale_up_group(gpus, domain, host)
+    if gpus > domain and gpus % host:
+        assert g == host  # not whole hosts: default_cluster refuses it as for any node size
+        return
+    assert gpus % g == 0 and 1 <= g <= domain
+    if gpus <= domain:
+        assert g == gpus
+    else:
+        assert g % host == 0
+        assert not any(gpus % k == 0 for k in range(g + host, domain + 1, host))
 
 
 def test_hgx_h100_keeps_8_gpu_nodes():

@@ -81,7 +81,9 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
         gpus: Annotated[int, typer.Option("--gpus", "-n", min=1, max=MAX_GPUS)] = 8,
         gpus_per_node: Annotated[int | None, typer.Option(
-            "--gpus-per-node", min=1, max=MAX_GPUS)] = None,
+            "--gpus-per-node", min=1, max=MAX_GPUS,
+            help="GPUs sharing the scale-up link (default: the device's node); naming the "
+                 "host size of a rack-scale domain (4 on GB200 NVL72) keeps the domain")] = None,
         scale_up_gbps: Annotated[float | None, typer.Option(
             "--scale-up-gbps", min=0.001, callback=finite(0.001, MAX_LINK_GB_PER_S),
             help="GPU-GPU link in a node, GB/s per direction")] = None,

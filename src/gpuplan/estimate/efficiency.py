@@ -222,7 +222,7 @@ training kernels on 4 x A100 and 4 x H100 measured by Lee et al. 2025, "Characte
 Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114,
 abstract: 18.9% average, 40.0% maximum). A measurement, not fitted here."""
 
-END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.70, "megatron": 0.74,
+END_TO_END_BY_STACK: dict[str, float] = {"pytorch": 0.70, "megatron": 0.72,
                                          "megatron-lm-hopper": 0.60}
 """End-to-end factor for training steps (see Efficiency.end_to_end), one per stack class
 (stack_class): 'megatron' = Megatron-LM / Megatron-Core / NeMo, which run
@@ -258,7 +258,10 @@ and llm-foundry's large-scale H100 and MosaicML's 2023-04 A100 rows sit below th
 class), Megatron back to 0.74 once the second stop-22 set joined (154 families: the row median
 8.64 % at 0.74 against 8.65 % at 0.72, a near-tie the objective breaks by the median alone, at a
 p90 of 33.8 % against 30.6 %; the row median still leaves the lowest row errors among the four
-objectives, benchmarks/results/fit-objectives-2026-12-04-stop22.txt); the
+objectives, benchmarks/results/fit-objectives-2026-12-04-stop22.txt); Megatron 0.74 -> 0.72
+at stop 23 once GB200 NVL72 jobs kept their NVLink domain (specs.cluster.scale_up_group: TP 8
+and the data-parallel groups had run over the network between 4-GPU trays, which had hidden
+that the GB200 rows' compute is timed 7-29 % too fast); the
 megatron-lm-hopper class split off at stop 17, judged
 by leave-one-family-out on calibration (benchmarks/results/
 split-megatron-lm-hopper-2026-12-02-stop17.txt: median over families 9.30 -> 8.96 %, pooled

@@ -530,6 +530,7 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
         "links": {"scale_up": cluster.scale_up.model_dump(),
                   "scale_out": cluster.scale_out.model_dump()},
         "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
+        "devices_per_host": cluster.devices_per_host,
         "mfu_convention": "model FLOPs = 3 x forward matmul FLOPs (attention in full, no "
                           "recompute) / (GPUs x step time x dense peak of the compute dtype)",
         "peak_dtype": "bf16" if dtype == "fp8" else dtype,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import InputError
-from gpuplan.specs.device import Device
+from gpuplan.specs.device import Device, Topology
 
 NVLINK_RING_EFFICIENCY = 0.80
 """Ring collectives reach ~80% of the one-way NVLink rating: H200 node 363-367 of 450 GB/s,
@@ -93,6 +93,28 @@ def network_basis(fabric: str | None) -> str:
             "EFA (ml-engineering network/README.md)")
 
 
+def spans_hosts(topo: Topology) -> bool:
+    """A scale-up fabric that reaches beyond one server: GB200 NVL72 (18 trays of 4 GPUs on
+    NVLink switches), TPU slices (ICI across hosts of 4 chips)."""
+    return topo.kind in ("switch", "torus") and topo.scale_up_domain > topo.devices_per_node
+
+
+def scale_up_group(gpus: int, domain: int, host: int) -> int:
+    """GPUs of a `gpus`-GPU job that share one scale-up domain of up to `domain` devices built
+    from hosts of `host`: the whole job when it fits in one domain, else the largest whole
+    number of hosts that fits in a domain and divides the job evenly, one host if none does.
+    128 GB200 GPUs: two NVLink domains of 64 (sixteen 4-GPU trays each), as NVIDIA's
+    Megatron-Bridge GB200 recipes place 64-GPU jobs "within one NVLink domain"
+    (docs.nvidia.com/nemo/megatron-bridge, bridge.recipes.llama.gb200.llama3, read
+    2026-12-04)."""
+    if gpus <= domain:
+        return gpus
+    for size in range(domain - domain % host, host - 1, -host):
+        if gpus % size == 0:
+            return size
+    return host
+
+
 def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
                     scale_up_bytes_per_s: float | None = None,
                     scale_out_bytes_per_s: float | None = None) -> Cluster:
@@ -104,6 +126,8 @@ def default_cluster(device: Device, gpus: int, gpus_per_node: int | None = None,
     if topo is not None:
         node_default = topo.devices_per_node if topo.kind == "pairs" else topo.scale_up_domain
     per_node = gpus_per_node or node_default
+    if topo is not None and spans_hosts(topo) and gpus_per_node in (None, topo.devices_per_node):
+        per_node = scale_up_group(gpus, topo.scale_up_domain, topo.devices_per_node)
     # a job smaller than a node uses `gpus` of that node's GPUs (one node, all on its links)
     per_node = min(per_node, gpus)
     if gpus % per_node and gpus > per_node:
