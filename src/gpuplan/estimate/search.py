@@ -314,7 +314,7 @@ def evaluate(m: ModelSpec, cluster: Cluster, base: TrainConfig,
                         x["compute_mb"] * (1 - x["fwd_share"]), n_micro, True,
                         eff.param_gather_overlap,
                         zero3_prefetch_share(eff, x["params"], x["layers"]),
-                        eff.grad_reduce_overlap)
+                        eff.grad_reduce_overlap, pp, v)
     shard = np.where(z >= 1, x["group"], 1.0)
     t_opt = optimizer_time(x["params"], shard, base.optimizer, off,
                            state_bytes_per_param(base), cluster, eff, x["expert_params"],

@@ -131,7 +131,8 @@ def pp_comm(t_p2p: Array, pp: Array, n_micro: Array, v: Array,
 
 def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, fwd: Array,
             bwd: Array, n_micro: Array, overlap: bool, gather_overlap: bool = False,
-            prefetch: Array = 1.0, reduce_overlap: bool = True) -> tuple[Array, Array]:
+            prefetch: Array = 1.0, reduce_overlap: bool = True, pp: Array = 1,
+            v: Array = 1) -> tuple[Array, Array]:
     """(total, exposed) data-parallel communication. ZeRO-0: gradients all-reduced; ZeRO-1/2:
     reduce-scattered, parameters all-gathered after the step; ZeRO-3: parameters gathered in
     forward and backward and gradients reduce-scattered every micro-batch (Rajbhandari et al.
@@ -143,17 +144,41 @@ def dp_comm(z: Array, ar: Array, rs: Array, ag: Array, rs3: Array, ag3: Array, f
     parameters; 1 = a whole block ahead, FSDP); `reduce_overlap` False leaves the ZeRO-0/1/2
     gradient reduction after the backward (Megatron-LM without --overlap-grad-reduce: its
     DDP reduces the whole gradient buffer in finalize_model_grads, after the last
-    micro-batch)."""
+    micro-batch). With an interleaved pipeline (`v` model chunks per stage, `pp` > 1) the
+    ZeRO-0/1/2 collectives go chunk by chunk (interleaved_tail)."""
     total = np.select([z == 0, z < 3], [ar, rs + ag], (2 * ag3 + rs3) * n_micro)
     if not overlap:
         return total, total
     z3 = ((1 - prefetch) * 2 * ag3 + np.maximum(0.0, prefetch * ag3 - fwd)
           + np.maximum(0.0, prefetch * ag3 + rs3 - bwd)) * n_micro
-    ag12 = np.maximum(0.0, ag - fwd) if gather_overlap else ag
-    hide = bwd if reduce_overlap else 0.0
-    exposed = np.select([z == 0, z < 3], [np.maximum(0.0, ar - hide),
-                                          np.maximum(0.0, rs - hide) + ag12], z3)
+    chunked = (np.asarray(v) > 1) & (np.asarray(pp) > 1)
+    group = np.minimum(pp, n_micro)
+
+    def reduced(x: Array) -> Array:
+        if not reduce_overlap:
+            return x
+        return np.where(chunked, interleaved_tail(x, v, group * bwd / v), np.maximum(0.0, x - bwd))
+
+    ag12 = (np.where(chunked, np.maximum(0.0, interleaved_tail(ag, v, group * fwd / v) - fwd / v),
+                     np.maximum(0.0, ag - fwd)) if gather_overlap else ag)
+    exposed = np.select([z == 0, z < 3], [reduced(ar), reduced(rs) + ag12], z3)
     return total, exposed
+
+
+def interleaved_tail(total: Array, v: Array, spacing: Array) -> Array:
+    """Exposed seconds of `total` seconds of data-parallel collectives that Megatron-Core's
+    interleaved schedule splits over its `v` model chunks: each chunk's gradient reduction
+    starts once that chunk's last backward is done (its parameter gather, mirrored, as the
+    previous chunk's first forward starts), chunk after chunk `spacing` apart (the pp
+    micro-batches of one chunk: the schedule's group per virtual stage), one communicator
+    serving them in turn. The queue's tail past the last chunk is the larger of the last
+    chunk's own share and the backlog, max(total / v, total - (v - 1) x spacing)
+    (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py @d98e8a6,
+    forward_backward_pipelining_with_interleaving: grad_sync_func per chunk after
+    is_last_microbatch_for_model_chunk, param_sync_func for the next chunk; installed by
+    megatron/training/training.py with --overlap-grad-reduce / --overlap-param-gather, both
+    aligned across stages by default)."""
+    return np.maximum(np.asarray(total) / v, total - (np.asarray(v) - 1) * spacing)
 
 
 def overlap_slowdown(hidden_s: Array, slowdown: float) -> Array:

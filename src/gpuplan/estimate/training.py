@@ -447,7 +447,7 @@ def step_time(m: ModelSpec, cluster: Cluster, cfg: TrainConfig,
     dp_total, dp_exposed = (float(x) for x in dp_comm(
         cfg.zero_stage, ar, rs, ag, rs3, ag3, fwd_mb, compute_mb * (1 - prof.fwd_share), n_micro,
         overlap, eff.param_gather_overlap, zero3_prefetch_share(eff, st0.params, st0.layers),
-        eff.grad_reduce_overlap))
+        eff.grad_reduce_overlap, pp, v))
     hybrid = hybrid_replica_sync(cfg, st0.params, coll)
     dp_total, dp_exposed = dp_total + hybrid, dp_exposed + hybrid
     t_opt = stage_optimizer_time(cfg, st0, ld["trainable_params"] if cfg.lora.active else None,
