@@ -111,6 +111,16 @@ def test_every_number_has_a_dated_source(device: Device) -> None:
             assert prov.note, f"{device.name}: {field} is uncertain but says nothing about why"
 
 
+NVLINK_GPUS = [d for d in DEVICES if d.vendor == "NVIDIA" and d.kind == "gpu" and d.scale_up]
+
+
+@pytest.mark.parametrize("device", NVLINK_GPUS, ids=_ids(NVLINK_GPUS))
+def test_every_nvlink_gpu_states_its_sms(device: Device) -> None:
+    """GEMM tile/wave quantization needs the SM count; without it a training GPU's matmuls are
+    timed as if every wave were full (B200 and GB200 lacked it until stop 23)."""
+    assert device.compute_units and 20 <= device.compute_units <= 200
+
+
 @pytest.mark.parametrize("device", DEVICES, ids=_ids(DEVICES))
 def test_peaks_use_known_dtypes_and_are_positive(device: Device) -> None:
     assert device.peak_flops_per_s, f"{device.name}: no peak at all"
