@@ -67,3 +67,5 @@ def test_step_with_virtual_stages_hides_more_of_a_large_data_parallel_sync():
     five = step_time(m, c, replace(cfg, virtual_stages=5), eff)
     assert one.breakdown["dp_comm_exposed"] > 0
     assert five.breakdown["dp_comm_exposed"] < one.breakdown["dp_comm_exposed"]
+    assert "chunk by chunk over the 5 model chunks" in five.assumptions["overlap"]
+    assert "chunk by chunk" not in one.assumptions["overlap"]

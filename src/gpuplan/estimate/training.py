@@ -505,6 +505,16 @@ def _recompute_note(cfg: TrainConfig) -> str:
     return cfg.recompute
 
 
+def _interleaved_note(cfg: TrainConfig, eff: Efficiency) -> str:
+    """What an interleaved pipeline changes in the data-parallel overlap
+    (estimate.step.interleaved_tail)."""
+    if cfg.pp > 1 and cfg.virtual_stages > 1 and (eff.grad_reduce_overlap
+                                                  or eff.param_gather_overlap):
+        return (f", chunk by chunk over the {cfg.virtual_stages} model chunks of each stage "
+                "(Megatron-Core's interleaved schedule)")
+    return ""
+
+
 def _tp_backward_note(cfg: TrainConfig, eff: Efficiency) -> str:
     """What the async backward TP overlap hides (estimate.step.tp_exposed_calls)."""
     if cfg.tp == 1 or not eff.tp_backward_overlap:
@@ -520,7 +530,8 @@ def _assumptions(cfg: TrainConfig, cluster: Cluster, eff: Efficiency, overlap: b
         "efficiency": eff.describe(), "fused_kernels": cfg.fused, "attention": cfg.attention,
         "overlap": ("DP gradient reduction "
                     f"{'overlaps' if eff.grad_reduce_overlap else 'exposed after'} the last "
-                    "micro-batch's backward; ZeRO-3 "
+                    "micro-batch's backward"
+                    f"{_interleaved_note(cfg, eff)}; ZeRO-3 "
                     "gathers overlap each micro-batch as far as the prefetch reaches; CP "
                     "overlaps attention; ZeRO-1/2 parameter gather "
                     f"{'overlaps the first forward' if eff.param_gather_overlap else 'exposed'}; "
