@@ -132,6 +132,8 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("olmo2", "Olmo2Config", {**TINY, "num_key_value_heads": 2}),
     ("olmo2-bias-tied", "Olmo2Config",
      {**TINY, "attention_bias": True, "tie_word_embeddings": True}),
+    ("olmo3", "Olmo3Config", {**TINY, "num_hidden_layers": 4, "num_key_value_heads": 2,
+                              "sliding_window": 32}),
     ("phi-2-layout", "PhiConfig", TINY),
     ("phi-gqa-tied", "PhiConfig",
      {**TINY, "num_key_value_heads": 2, "tie_word_embeddings": True,
@@ -392,6 +394,9 @@ def test_new_layouts_are_mapped() -> None:
     assert q3.qk_norm == "head" and q3.head_size == 128 and q3.qk_norm_params() == 256
     o2 = spec_from_hf_dict({"model_type": "olmo2", **TINY, "num_key_value_heads": 2}, "o")
     assert o2.qk_norm_params() == 64 + 32  # q_norm over 4 x 16, k_norm over 2 x 16
+    o3 = spec_from_hf_dict({"model_type": "olmo3", **TINY, "num_hidden_layers": 8}, "o")
+    # Olmo3Config's default layer_types: sliding on every layer but each fourth
+    assert (o3.sliding_window, o3.full_attention_every, o3.qk_norm) == (4096, 4, "all_heads")
     nem = spec_from_hf_dict({"model_type": "nemotron", **TINY, "num_key_value_heads": 4}, "n")
     assert nem.activation == "relu" and nem.mlp == "plain" and nem.rotary_dim == 8
     olmo = spec_from_hf_dict({"model_type": "olmo", **TINY}, "o")

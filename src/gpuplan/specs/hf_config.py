@@ -7,7 +7,7 @@ names and defaults follow the `transformers` configuration class (v5), so that
 
 Supported (`SUPPORTED_MODEL_TYPES`): bert, bloom, cohere, deepseek_v3, falcon, gemma, gemma2,
 gemma3_text, gpt2, gpt_bigcode, gpt_neox, gptj, granite, llama, mistral, mixtral, mpt, nemotron,
-olmo, olmo2, opt, phi, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, stablelm, starcoder2; and gemma3
+olmo, olmo2, olmo3, opt, phi, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, stablelm, starcoder2; and gemma3
 image-text configs, planned as their language model (text_config; the vision tower is not
 counted). Anything else, and any variant a type's converter cannot express (Falcon ALiBi,
 MPT multi-query...), is refused with one line naming the field and what is valid.
@@ -586,6 +586,18 @@ def _olmo2(f: _Fields) -> dict[str, Any]:
     return {**_llama(f), "qk_norm": "all_heads"}
 
 
+def _olmo3(f: _Fields) -> dict[str, Any]:
+    # transformers models/olmo3/configuration_olmo3.py (v5.25): Olmo 2's layout (above) with
+    # sliding-window attention, sliding_window 4096 by default, on the layers layer_types
+    # names; by default every layer but each fourth ("sliding_attention" unless (i + 1) % 4
+    # == 0), the [4096, 4096, 4096, full] pattern of OLMo-core's Olmo 3 configs.
+    num_layers = f.integer("num_hidden_layers")
+    default_types = ["sliding_attention" if (i + 1) % 4 else "full_attention"
+                     for i in range(num_layers)]
+    return {**_olmo2(f),
+            **_sliding(f, num_layers, f.opt_integer("sliding_window", 4096), default_types)}
+
+
 def _phi(f: _Fields) -> dict[str, Any]:
     # transformers models/phi/configuration_phi.py and modeling_phi.py (v5), phi-1/1.5/2:
     # attention and MLP in parallel on one shared input_layernorm; biases on q, k, v, dense,
@@ -991,6 +1003,7 @@ _CONVERTERS: Final[dict[str, Callable[[_Fields], dict[str, Any]]]] = {
     "nemotron": _nemotron,
     "olmo": _olmo,
     "olmo2": _olmo2,
+    "olmo3": _olmo3,
     "opt": _opt,
     "phi": _phi,
     "phi3": _phi3,
