@@ -1289,6 +1289,9 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     "alst-deepspeed-h100-2506", "kwai-atc24-megatron-a800-2405", "kwai-atc24-megatron-h800-2405",
     "mds-rebase-a100-2307", "gh-issue-torchtitan-a100-2503", "mlperf-v51-nemo-gb200-2511",
     "mlperf-v50-nemo-gb200-2506",
+    # the second stop-23 sets, scored once (...-data41to43-2026-12-04-stop23*.txt), promoted
+    "laermoe-megatron-a100-2512", "gh-pr-torchtitan-405b-h100-2407",
+    "openllama-deepspeed-a100-2305", "olmo3-olmocore-h100-2511",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1303,7 +1306,7 @@ data30 (...-data29to30-...) at stop 17, the stop-18 set data31 (...-data31-...-s
 stop 18, the stop-19 set data32 (...-data32-...-stop19*.txt) at stop 19, the stop-21 set data33
 (...-data33-...-stop21*.txt) at stop 21, the stop-22 sets data34 to data37
 (...-data34to35-...-stop22*.txt, ...-data36to37-...) at stop 22, the stop-23 sets data38 to
-data40 (...-data38to40-...-stop23*.txt) at stop 23.
+data40 (...-data38to40-...-stop23*.txt) and data41 to data43 (...-data41to43-...-stop23*.txt) at stop 23.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
