@@ -77,6 +77,24 @@ def test_folded_experts_see_only_their_sequence_shard():
     assert saved == {1: 0.25, 4: 1.0}
 
 
+def test_folded_experts_never_run_all_tokens_on_every_tp_rank():
+    """Without sequence parallelism the tokens are replicated across TP, yet no stack runs each
+    rank's experts on all of them (Megatron-Core requires SP for MoE with TP; DeepSpeed-MoE
+    drops the duplicates): the step's hardware FLOPs per GPU are those of the SP layout, but
+    for the norms and residuals SP shards (well under 1 %)."""
+    m, d = get_model(MIXTRAL), get_device("h100")
+    cl = default_cluster(d, 16, 8)
+    for etp in (1, 2, 4):
+        off = local_sizes(m, train_impl(_cfg(etp=etp, sp=False), d.kind), 4096)
+        on = local_sizes(m, train_impl(_cfg(etp=etp), d.kind), 4096)
+        assert off.expert_rep == on.expert_rep == etp / 4
+        assert off.rep == 1.0 and on.rep == 0.25
+
+    off_flops, on_flops = (step_time(m, cl, _cfg(etp=1, sp=sp)).hardware_flops_per_step
+                           for sp in (False, True))
+    assert off_flops == pytest.approx(on_flops, rel=0.01)
+
+
 def test_folded_experts_move_the_expert_group_inside_the_node():
     """EP ranks stride etp: EP 8 at etp 1 fills one 8-GPU node, at etp = tp 4 it spans four."""
     m = get_model(MIXTRAL)

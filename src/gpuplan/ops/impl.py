@@ -126,7 +126,12 @@ class Local:
     """fraction of the tokens whose replicated work (norms, dropout, residual) this GPU does"""
     expert_rep: float = 1.0
     """fraction of the tokens the routed experts of this GPU's expert-tensor group see: all of
-    them when etp = tp (gathered across TP), its etp ranks' sequence shards when etp < tp"""
+    them when etp = tp (gathered across TP), etp / tp of them when etp < tp, with or without
+    sequence parallelism: no stack runs each TP rank's experts on all tokens. Megatron-Core
+    requires sequence parallelism for MoE with TP (transformer_config.py, "When using expert
+    parallelism and tensor parallelism, sequence parallelism must be used"); DeepSpeed-MoE
+    drops the TP-duplicated tokens before dispatch and gathers them after (deepspeed/moe/
+    mappings.py, drop_tokens / gather_tokens)"""
 
 
 def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
@@ -139,7 +144,7 @@ def local_sizes(m: ModelSpec, impl: Impl, seq_len: int) -> Local:
         ff=-(-m.intermediate_size // tp), expert_ff=-(-m.expert_size // etp),
         shared_expert_ff=-(-m.expert_size // tp),
         experts=max(1, m.num_experts // ep), vocab=-(-m.vocab_size // tp),
-        seq=seq_len // cp, rep=rep, expert_rep=min(1.0, rep * etp))
+        seq=seq_len // cp, rep=rep, expert_rep=min(1.0, etp / tp))
 
 
 def train_impl(cfg: TrainConfig, device_kind: str) -> Impl:
