@@ -436,3 +436,25 @@ def test_the_fresh_holdout_error_is_the_scored_sets():
     k = 0.9 * (len(xs) - 1)
     p90 = xs[int(k)] + (xs[int(k) + 1] - xs[int(k)]) * (k - int(k))
     assert (round(statistics.median(xs), 1), round(p90, 1), len(xs)) == FRESH_HOLDOUT_ERROR
+
+
+def test_aa_scaling_keeps_bf16_grads_and_runs_the_tp_backward_synchronously(capsys):
+    """Aleph Alpha's Scaling codebase (aa-scaling; alias scaling): bf16 gradients on the
+    parameters (half Megatron-LM's fp32 main_grad bytes) reduced in fp32 (the same DP bytes), and
+    no async TP backward: with TP 4 and no sequence parallelism all four per-layer all-reduces
+    are exposed where megatron-lm hides the two backward ones, so TP time doubles."""
+    job = ["train", "llama-2-13b", "--gpu", "a100-sxm-80gb", "--gpus", "32", "--tp", "4",
+           "--seq-len", "2048", "--global-batch", "256"]
+    aa = _json(capsys, *job, "--framework", "aa-scaling")
+    mlm = _json(capsys, *job, "--framework", "megatron-lm")
+    assert aa["memory"]["per_gpu"]["gradients"] == pytest.approx(
+        mlm["memory"]["per_gpu"]["gradients"] / 2)
+    grads = {r["assumptions"]["framework"]["name"]: next(
+        c["bytes"] for c in r["collectives"] if c["what"] == "data parallel gradients")
+        for r in (aa, mlm)}
+    assert grads["aa-scaling"] == grads["megatron-lm"]
+    assert aa["breakdown_s"]["tp_comm"] == pytest.approx(2 * mlm["breakdown_s"]["tp_comm"])
+    assert aa["tokens_per_s"] < mlm["tokens_per_s"]
+    assert aa["assumptions"]["framework"]["tp_backward_overlap"] is False
+    alias = _json(capsys, *job, "--framework", "scaling")
+    assert alias["tokens_per_s"] == aa["tokens_per_s"]

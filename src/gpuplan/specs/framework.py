@@ -222,11 +222,12 @@ FRAMEWORK_ALIASES: dict[str, str] = {
     "llmfoundry": "llm-foundry", "composer": "llm-foundry", "mosaicml": "llm-foundry",
     "huggingface": "hf", "transformers": "hf", "trainer": "hf", "accelerate": "hf",
     "zero": "deepspeed",
+    "scaling": "aa-scaling", "aleph-alpha": "aa-scaling",
 }
 """Other names users give the stacks the profiles describe (case-insensitive): torchtitan is
 FSDP2, NeMo 1 runs Megatron's kernels and overlap, Megatron-DeepSpeed runs Megatron's kernels
 with DeepSpeed's engine reducing gradients after the backward (megatron-lm), Megatron-Bridge is
-NeMo 2, Composer is llm-foundry's trainer."""
+NeMo 2, Composer is llm-foundry's trainer, Scaling is Aleph Alpha's codebase (aa-scaling)."""
 
 
 def canonical_framework(name: str) -> str:

@@ -202,9 +202,11 @@ BEHAVIOURS["nemo"] = replace(
              "Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
              "bf16_with_fp8_delayed_scaling_mixed / _current_scaling_mixed)"))
 BEHAVIOURS["megatron-lm"] = replace(BEHAVIOURS["megatron"], name="megatron-lm")
+BEHAVIOURS["aa-scaling"] = replace(BEHAVIOURS["megatron"], name="aa-scaling")
 """NeMo 2 / Megatron-Bridge keep Megatron-Core's memory behaviour (their gradient dtype is the
 framework profile's, catalog/frameworks/nemo.toml); so does Megatron-LM launched with its own
-defaults (the overlap flags change timing, not memory)."""
+defaults (the overlap flags change timing, not memory), and, taken as such, Aleph Alpha's
+Scaling codebase (Megatron-style layers; its gradient dtype is its profile's)."""
 
 
 MIDDLE = MemoryBehaviour(
