@@ -404,7 +404,7 @@ def test_every_training_estimate_states_its_held_out_error(capsys):
 
 def test_the_fresh_holdout_error_is_the_scored_sets():
     """FRESH_HOLDOUT_ERROR (printed beside the leave-one-family-out error) is the A100/H100
-    rows of the twenty hold-out files scored at stops 14 to 23: their median and 90th percentile
+    rows of the twenty-one hold-out files scored at stops 14 to 24: their median and 90th percentile
     |error|."""
     import csv
     import re
@@ -425,7 +425,8 @@ def test_the_fresh_holdout_error_is_the_scored_sets():
                                                         "data27to28", "data29to30")]
     sets += ["data31-2026-12-02-stop18", "data32-2026-12-03-stop19", "data33-2026-12-04-stop21",
              "data34to35-2026-12-04-stop22", "data36to37-2026-12-04-stop22",
-             "data38to40-2026-12-04-stop23", "data41to43-2026-12-04-stop23"]
+             "data38to40-2026-12-04-stop23", "data41to43-2026-12-04-stop23",
+             "data44to45-2026-12-04-stop24"]
     for name in sets:
         text = root / "results" / f"training-validation-{name}-rows.txt"
         for run, err in re.findall(r"^(\S+)\s+(?:tokens_per_sec_per_gpu|tflops_per_gpu)\b.*?"
