@@ -1292,6 +1292,9 @@ PROMOTED_FAMILIES: frozenset[str] = frozenset({
     # the second stop-23 sets, scored once (...-data41to43-2026-12-04-stop23*.txt), promoted
     "laermoe-megatron-a100-2512", "gh-pr-torchtitan-405b-h100-2407",
     "openllama-deepspeed-a100-2305", "olmo3-olmocore-h100-2511",
+    # the stop-24 sets, scored once (...-data44to45-2026-12-04-stop24*.txt), promoted
+    "crusoe-torchtitan-gb200-2601", "crusoe-torchtitan-b200-2601", "crusoe-torchtitan-h200-2602",
+    "crusoe-torchtitan-h100-2603", "vtrain-mds-a100-2409",
 })
 """Hold-out families scored once, then moved to calibration: those scored at stop 9 or 10
 (benchmarks/results/training-validation-holdout-2026-12-01-stop9.txt and -stop10*.txt) at stop
@@ -1306,7 +1309,8 @@ data30 (...-data29to30-...) at stop 17, the stop-18 set data31 (...-data31-...-s
 stop 18, the stop-19 set data32 (...-data32-...-stop19*.txt) at stop 19, the stop-21 set data33
 (...-data33-...-stop21*.txt) at stop 21, the stop-22 sets data34 to data37
 (...-data34to35-...-stop22*.txt, ...-data36to37-...) at stop 22, the stop-23 sets data38 to
-data40 (...-data38to40-...-stop23*.txt) and data41 to data43 (...-data41to43-...-stop23*.txt) at stop 23.
+data40 (...-data38to40-...-stop23*.txt) and data41 to data43 (...-data41to43-...-stop23*.txt) at stop 23,
+the stop-24 sets data44 and data45 (...-data44to45-...-stop24*.txt) at stop 24.
 Their rows are in data/training_calibration.csv after the earlier
 calibration rows. Each hold-out family is scored once and then used for fitting; new families
 replace them in data/training_validation.csv."""
