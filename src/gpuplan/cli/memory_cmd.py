@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Path | None, typer.Option("--plot", help="write a bar chart")] = None,
         framework: Annotated[str | None, typer.Option(
             "--framework", help="train: stack profile (megatron, megatron-lm, nemo, fsdp, deepspeed, "
-            "llm-foundry, hf) setting fused kernels and the gradient dtype")] = None,
+            "llm-foundry, hf, aa-scaling) setting fused kernels and the gradient dtype")] = None,
         profile: ProfileOpt = None,
         html: HtmlOpt = None,
         as_json: JsonOpt = False,

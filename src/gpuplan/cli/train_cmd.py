@@ -149,7 +149,8 @@ def register(app: typer.Typer) -> None:
         framework: Annotated[str | None, typer.Option(
             "--framework", help="training stack profile: megatron (NVIDIA's recipes: every "
             "overlap on), megatron-lm (Megatron-LM's own defaults: no overlap flags), nemo, "
-            "fsdp (torchtitan/FSDP2), deepspeed, llm-foundry, hf, or auto (default: inferred "
+            "fsdp (torchtitan/FSDP2), deepspeed, llm-foundry, hf, aa-scaling (Aleph Alpha's "
+            "Scaling), or auto (default: inferred "
             "from the layout: FSDP (also with TP/PP/CP) -> fsdp, TP/PP/SP/CP/EP -> megatron, --zero 1-3 -> "
             "deepspeed, else hf): kernels, attention, overlap")] = None,
         profile: ProfileOpt = None,
